@@ -1,0 +1,51 @@
+# Two commands on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+NPM_PREFIX := .npm-prefix
+BACKLOG_VERSION := 1.52.0
+BACKLOG := $(NPM_PREFIX)/node_modules/.bin/backlog
+STAMP := $(VENV)/.installed
+
+# Tests and the demo find the pinned Backlog.md CLI and the venv's `just` first.
+export PATH := $(CURDIR)/$(BIN):$(CURDIR)/$(NPM_PREFIX)/node_modules/.bin:$(PATH)
+
+.PHONY: setup test lint typecheck pytest demo bench fixtures clean
+
+setup: $(STAMP) $(BACKLOG)
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+$(BACKLOG):
+	npm install --prefix $(NPM_PREFIX) --no-audit --no-fund --loglevel=error backlog.md@$(BACKLOG_VERSION)
+
+lint: setup
+	$(BIN)/ruff check jobs audit tests bench
+
+typecheck: setup
+	$(BIN)/mypy
+
+pytest: setup
+	$(BIN)/pytest -q
+
+test: lint typecheck pytest
+
+demo: setup
+	$(BIN)/python -m jobs.demo
+
+bench: setup
+	$(BIN)/python bench/scan.py
+	$(BIN)/python bench/verify_overhead.py
+	$(BIN)/python bench/audit.py
+
+fixtures: setup
+	$(BIN)/python backlog-fixtures/generate.py
+
+clean:
+	rm -rf $(VENV) $(NPM_PREFIX) demo-run

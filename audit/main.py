@@ -1,0 +1,89 @@
+"""loop-pi-audit's command line: argparse wiring only; each verb lives in audit/commands/."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from jobs.errors import cli_entry
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="loop-pi-audit",
+        description="Snapshot remotes when a run starts; judge every change at closeout.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def run_dir(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--run-dir", metavar="DIR",
+                       help="the run directory (else $LOOP_PI_RUN_DIR)")
+
+    begin = sub.add_parser("begin", help="take a fresh before-snapshot of REPO")
+    begin.add_argument("repo", metavar="REPO")
+    begin.add_argument("--charter", metavar="FILE")
+    run_dir(begin)
+
+    add = sub.add_parser("add", help="add REPO to the before-snapshot")
+    add.add_argument("repo", metavar="REPO")
+    run_dir(add)
+
+    rec = sub.add_parser("record-push", help="append one push to the run's push log")
+    rec.add_argument("--repo", required=True, metavar="REPO")
+    rec.add_argument("--ref", required=True, metavar="REF")
+    rec.add_argument("--old", required=True, metavar="SHA")
+    rec.add_argument("--new", required=True, metavar="SHA")
+    rec.add_argument("--remote", default="origin", metavar="NAME")
+    run_dir(rec)
+
+    hook = sub.add_parser("hook", help="install or remove the pre-push hook that logs pushes")
+    hook.add_argument("action", choices=["install", "uninstall"])
+    hook.add_argument("repo", metavar="REPO")
+    run_dir(hook)
+
+    close = sub.add_parser("closeout", help="snapshot again and judge every change")
+    close.add_argument("--charter", metavar="FILE")
+    close.add_argument("--push-log", metavar="FILE")
+    run_dir(close)
+    close.add_argument("--json", action="store_true")
+
+    snap = sub.add_parser("snapshot", help="write a snapshot of REPO... to FILE")
+    snap.add_argument("--out", required=True, metavar="FILE")
+    snap.add_argument("repos", nargs="+", metavar="REPO")
+
+    cmp = sub.add_parser("compare", help="judge the changes between two snapshots")
+    cmp.add_argument("before", metavar="BEFORE")
+    cmp.add_argument("after", metavar="AFTER")
+    cmp.add_argument("--charter", metavar="FILE")
+    cmp.add_argument("--push-log", metavar="FILE")
+    cmp.add_argument("--json", action="store_true")
+
+    rep = sub.add_parser("report", help="re-print the last report")
+    run_dir(rep)
+    return parser
+
+
+@cli_entry("loop-pi-audit")
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    command: str = args.command
+    if command in ("begin", "add"):
+        from audit.commands import begin
+        return begin.main(args)
+    if command == "record-push":
+        from audit.commands import record_push
+        return record_push.main(args)
+    if command == "hook":
+        from audit.commands import hook
+        return hook.main(args)
+    if command == "snapshot":
+        from audit.commands import snapshot
+        return snapshot.main(args)
+    if command in ("closeout", "compare"):
+        from audit.commands import closeout
+        return closeout.main(args)
+    from audit.commands import report
+    return report.main(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

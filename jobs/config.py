@@ -1,0 +1,294 @@
+"""The loop-verify configuration file: where it is, what it may hold, and its validation."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import tzinfo
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import yaml
+
+from jobs.errors import ConfigError
+
+DEFAULT_TIMEOUT = 30 * 60.0
+DEFAULT_KILL_GRACE = 10.0
+DEFAULT_SCHEDULE = (7, 30)
+DEFAULT_BRANCH = "main"
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$")
+_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
+_SCHEDULE = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
+
+TOP_KEYS = {"repos", "timeout", "kill_grace", "timezone", "schedule", "state_dir", "log_file",
+            "ledger"}
+REPO_KEYS = {"path", "branch", "timeout"}
+
+
+@dataclass(frozen=True)
+class RepoConfig:
+    path: Path
+    branch: str = DEFAULT_BRANCH
+    timeout: float | None = None
+
+
+@dataclass(frozen=True)
+class Config:
+    source: Path | None
+    repos: tuple[RepoConfig, ...]
+    timeout: float
+    kill_grace: float
+    timezone: tzinfo
+    timezone_name: str | None
+    schedule: tuple[int, int]
+    state_dir: Path
+    log_file: Path
+    ledger: str
+
+    def timeout_for(self, repo: RepoConfig) -> float:
+        return repo.timeout if repo.timeout is not None else self.timeout
+
+    @property
+    def schedule_text(self) -> str:
+        return f"{self.schedule[0]:02d}:{self.schedule[1]:02d}"
+
+
+def parse_duration(text: object) -> float:
+    """`90s`, `30m`, `2h` or a number of seconds; raises ValueError on anything else."""
+    if isinstance(text, bool):
+        raise ValueError("not a duration")
+    if isinstance(text, int | float):
+        value = float(text)
+    elif isinstance(text, str):
+        m = _DURATION.match(text)
+        if not m:
+            raise ValueError("not a duration")
+        value = float(m.group(1)) * _UNITS[m.group(2)]
+    else:
+        raise ValueError("not a duration")
+    if value <= 0:
+        raise ValueError("a duration must be positive")
+    return value
+
+
+def format_duration(seconds: float) -> str:
+    """The shortest exact spelling of a duration, as a user would write it in the config."""
+    if seconds >= 3600 and seconds % 3600 == 0:
+        return f"{int(seconds // 3600)}h"
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{int(seconds // 60)}m"
+    if seconds == int(seconds):
+        return f"{int(seconds)}s"
+    return f"{seconds:g}s"
+
+
+def is_macos() -> bool:
+    return sys.platform == "darwin"
+
+
+def default_state_dir(env: Mapping[str, str]) -> Path:
+    if is_macos():
+        return Path.home() / "Library" / "Application Support" / "loop-jobs"
+    base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "loop-jobs"
+
+
+def default_log_file(env: Mapping[str, str], state_dir: Path) -> Path:
+    if is_macos():
+        return Path.home() / "Library" / "Logs" / "loop-jobs" / "loop-jobs.jsonl"
+    return state_dir / "loop-jobs.jsonl"
+
+
+def find_config_path(explicit: str | Path | None, env: Mapping[str, str]) -> tuple[Path, bool]:
+    """The config file to read and whether the user named it (then it must exist)."""
+    if explicit:
+        return Path(explicit).expanduser(), True
+    if env.get("LOOP_JOBS_CONFIG"):
+        return Path(env["LOOP_JOBS_CONFIG"]).expanduser(), True
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "loop-jobs" / "config.yaml", False
+
+
+def is_work_tree_root(path: Path) -> bool:
+    # `.git` is a directory in a clone and a file in a linked worktree or submodule.
+    return path.is_dir() and (path / ".git").exists()
+
+
+def load_config(explicit: str | Path | None = None,
+                env: Mapping[str, str] | None = None) -> Config:
+    """Read and validate the configuration; any problem raises ConfigError (exit 2)."""
+    env = os.environ if env is None else env
+    path, named = find_config_path(explicit, env)
+    if not path.exists():
+        if named:
+            raise ConfigError(path, "config", str(path), "configuration file not found")
+        return _build(None, {}, {}, env)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(path, "config", str(path), f"cannot read: {exc}") from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(path, "config", str(path), f"not valid YAML{line}: {problem}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(path, "config", data, "the file must hold a mapping of keys")
+    return _build(path, data, _key_lines(node), env)
+
+
+def _key_lines(node: yaml.Node | None) -> dict[str, int]:
+    """1-based line of every top-level key and of each `repos` item's keys (`repos[0].path`)."""
+    lines: dict[str, int] = {}
+    if not isinstance(node, yaml.MappingNode):
+        return lines
+    for key_node, value_node in node.value:
+        key = str(key_node.value)
+        lines[key] = key_node.start_mark.line + 1
+        if key == "repos" and isinstance(value_node, yaml.SequenceNode):
+            for i, item in enumerate(value_node.value):
+                lines[f"repos[{i}]"] = item.start_mark.line + 1
+                if isinstance(item, yaml.MappingNode):
+                    for k, _ in item.value:
+                        lines[f"repos[{i}].{k.value}"] = k.start_mark.line + 1
+    return lines
+
+
+def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
+           env: Mapping[str, str]) -> Config:
+    where = path or Path("<defaults>")
+    base_dir = path.parent if path else Path.cwd()
+
+    def fail(key: str, value: object, problem: str) -> ConfigError:
+        line = lines.get(key)
+        src = f"{where}:{line}" if line else where
+        return ConfigError(src, key, value, problem)
+
+    for key in data:
+        if key not in TOP_KEYS:
+            raise fail(str(key), data[key], "unknown key")
+
+    def duration(key: str, value: object) -> float:
+        try:
+            return parse_duration(value)
+        except ValueError:
+            raise fail(key, value, "bad duration (use 90s, 30m, 2h or a number of seconds)") \
+                from None
+
+    def text(key: str, value: object) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise fail(key, value, "expected a non-empty string")
+        return value
+
+    def local_path(key: str, value: object) -> Path:
+        p = Path(text(key, value)).expanduser()
+        return p if p.is_absolute() else (base_dir / p)
+
+    timeout = duration("timeout", data["timeout"]) if "timeout" in data else DEFAULT_TIMEOUT
+    grace = (duration("kill_grace", data["kill_grace"]) if "kill_grace" in data
+             else DEFAULT_KILL_GRACE)
+
+    tz_name: str | None = None
+    tz: tzinfo
+    if "timezone" in data:
+        tz_name = text("timezone", data["timezone"])
+        try:
+            tz = ZoneInfo(tz_name)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise fail("timezone", tz_name, "unknown time zone") from None
+    else:
+        local = _local_zone()
+        tz = local
+
+    schedule = DEFAULT_SCHEDULE
+    if "schedule" in data:
+        raw = data["schedule"]
+        # YAML 1.1 reads an unquoted 07:30 as the sexagesimal integer 450.
+        if isinstance(raw, int) and not isinstance(raw, bool) and 0 <= raw < 24 * 60:
+            schedule = (raw // 60, raw % 60)
+        else:
+            m = _SCHEDULE.match(raw) if isinstance(raw, str) else None
+            if not m:
+                raise fail("schedule", raw, 'expected a daily time such as "07:30"')
+            schedule = (int(m.group(1)), int(m.group(2)))
+
+    state_dir = (local_path("state_dir", data["state_dir"]) if "state_dir" in data
+                 else default_state_dir(env))
+    log_file = (local_path("log_file", data["log_file"]) if "log_file" in data
+                else default_log_file(env, state_dir))
+    if "ledger" in data:
+        ledger = text("ledger", data["ledger"])
+        if "://" not in ledger:
+            raise fail("ledger", ledger, "expected an SQLAlchemy URL such as sqlite:///path")
+    else:
+        ledger = f"sqlite:///{state_dir / 'ledger.db'}"
+
+    repos: list[RepoConfig] = []
+    raw_repos = data.get("repos", [])
+    if raw_repos is None:
+        raw_repos = []
+    if not isinstance(raw_repos, list):
+        raise fail("repos", raw_repos, "expected a list of repositories")
+    for i, item in enumerate(raw_repos):
+        key = f"repos[{i}]"
+        if isinstance(item, str):
+            item = {"path": item}
+        if not isinstance(item, dict):
+            raise fail(key, item, "expected a mapping with at least `path`")
+        for k in item:
+            if k not in REPO_KEYS:
+                raise fail(f"{key}.{k}", item[k], "unknown key")
+        if "path" not in item:
+            raise fail(key, item, "missing `path`")
+        repo_path = local_path(f"{key}.path", item["path"])
+        branch = text(f"{key}.branch", item["branch"]) if "branch" in item else DEFAULT_BRANCH
+        repo_timeout = duration(f"{key}.timeout", item["timeout"]) if "timeout" in item else None
+        if not is_work_tree_root(repo_path):
+            raise fail(f"{key}.path", str(repo_path), "not a git work tree")
+        repos.append(RepoConfig(repo_path.resolve(), branch, repo_timeout))
+
+    return Config(source=path, repos=tuple(repos), timeout=timeout, kill_grace=grace,
+                  timezone=tz, timezone_name=tz_name, schedule=schedule, state_dir=state_dir,
+                  log_file=log_file, ledger=ledger)
+
+
+def _local_zone() -> tzinfo:
+    from datetime import datetime
+
+    local = datetime.now().astimezone().tzinfo
+    assert local is not None
+    return local
+
+
+def with_repos(config: Config, paths: Sequence[str | Path]) -> Config:
+    """`--repo PATH` (repeatable) replaces the configured list; each must be a git work tree."""
+    repos: list[RepoConfig] = []
+    for raw in paths:
+        p = Path(raw).expanduser().absolute()
+        if not is_work_tree_root(p):
+            raise ConfigError("--repo", "--repo", str(raw), "not a git work tree")
+        known = next((r for r in config.repos if r.path == p.resolve()), None)
+        repos.append(replace(known, path=p.resolve()) if known else RepoConfig(p.resolve()))
+    return replace(config, repos=tuple(repos))
+
+
+def with_timeout(config: Config, value: str | None) -> Config:
+    """`--timeout DUR` overrides every per-recipe limit for this run."""
+    if value is None:
+        return config
+    try:
+        seconds = parse_duration(value)
+    except ValueError:
+        raise ConfigError("--timeout", "--timeout", value, "bad duration") from None
+    return replace(config, timeout=seconds,
+                   repos=tuple(replace(r, timeout=None) for r in config.repos))

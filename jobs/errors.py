@@ -1,0 +1,76 @@
+"""Expected failures and the one place that turns them into a message and an exit code."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import ParamSpec
+
+P = ParamSpec("P")
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_UNCHECKED = 3
+
+
+class LoopError(Exception):
+    """An expected failure: printed as one line, never as a traceback."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class UsageError(LoopError):
+    """Bad command line, missing run directory and the like (exit 2)."""
+
+
+class ConfigError(UsageError):
+    """A configuration value that cannot be used; names the file, the key and the value."""
+
+    def __init__(self, path: Path | str, key: str, value: object, problem: str) -> None:
+        self.path = str(path)
+        self.key = key
+        self.value = value
+        super().__init__(f"{path}: {key}: {problem} (got {value!r})")
+
+
+class InputError(LoopError):
+    """A malformed input file, reported with its path and, where known, its line."""
+
+    def __init__(self, path: Path | str, message: str, line: int | None = None,
+                 exit_code: int | None = None) -> None:
+        self.path = str(path)
+        self.line = line
+        where = f"{path}:{line}" if line is not None else str(path)
+        super().__init__(f"{where}: {message}", exit_code)
+
+
+def cli_entry(prog: str) -> Callable[[Callable[P, int]], Callable[P, int]]:
+    """Wrap a CLI main so expected failures become `prog: message` on stderr and their exit code."""
+
+    def decorate(fn: Callable[P, int]) -> Callable[P, int]:
+        @wraps(fn)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> int:
+            try:
+                return fn(*args, **kwargs)
+            except LoopError as exc:
+                print(f"{prog}: {exc.message}", file=sys.stderr)
+                return exc.exit_code
+            except KeyboardInterrupt:
+                print(f"{prog}: interrupted", file=sys.stderr)
+                return 130
+
+        return wrapper
+
+    return decorate

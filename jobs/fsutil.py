@@ -1,0 +1,72 @@
+"""Atomic file replacement and exclusive locks that die with the process."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Replace `path` with `data` so a crash leaves either the old or the new file, never a mix."""
+    path = Path(path)
+    if mode is None:
+        try:
+            mode = path.stat().st_mode & 0o7777
+        except FileNotFoundError:
+            mode = 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename durable: the directory entry must reach the disk too."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class LockBusy(Exception):
+    """Another process holds the lock."""
+
+
+@contextlib.contextmanager
+def exclusive_lock(path: Path, *, wait: bool = False) -> Iterator[int]:
+    """Hold an flock on `path` for the block.
+
+    The kernel drops an flock when its last descriptor closes, so a killed process never leaves a
+    stale lock. The descriptor is close-on-exec: a recipe's grandchild must never inherit it and
+    block tomorrow's run.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except OSError as exc:
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise LockBusy(str(path)) from exc
+            raise
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        yield fd
+    finally:
+        os.close(fd)

@@ -1,0 +1,82 @@
+"""loop-verify's command line: argparse wiring only; each verb lives in jobs/commands/."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+from jobs.errors import cli_entry
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="loop-verify",
+        description="Run due Backlog.md verifications and record each verdict in its task.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def config_opt(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--config", metavar="FILE", help="configuration file")
+
+    run = sub.add_parser("run", help="verify every due task now")
+    run.add_argument("--repo", action="append", default=[], metavar="PATH",
+                     help="repository to verify (repeatable; replaces the configured list)")
+    config_opt(run)
+    run.add_argument("--today", metavar="DATE", help="treat DATE (YYYY-MM-DD) as today")
+    run.add_argument("--timeout", metavar="DUR", help="per-recipe limit for this run")
+    run.add_argument("--dry-run", action="store_true", help="report what would run; change nothing")
+    run.add_argument("--json", action="store_true", help="print one JSON object")
+
+    lst = sub.add_parser("list", help="show every task with a verify: label and its state")
+    lst.add_argument("--repo", action="append", default=[], metavar="PATH")
+    config_opt(lst)
+    lst.add_argument("--today", metavar="DATE")
+    lst.add_argument("--json", action="store_true")
+
+    hist = sub.add_parser("history", help="show recorded attempts from the ledger")
+    config_opt(hist)
+    hist.add_argument("--since", metavar="DATE")
+    hist.add_argument("--repo", metavar="PATH")
+    hist.add_argument("--json", action="store_true")
+
+    serve = sub.add_parser("serve", help="run the daily verification in-process (APScheduler)")
+    config_opt(serve)
+
+    install = sub.add_parser("install", help="install the LaunchAgent or the systemd timer")
+    install.add_argument("kind", choices=["launchagent", "systemd"])
+    config_opt(install)
+    install.add_argument("--print", action="store_true", dest="print_only",
+                         help="print what would be installed; change nothing")
+
+    uninstall = sub.add_parser("uninstall", help="remove the LaunchAgent or the systemd timer")
+    uninstall.add_argument("kind", choices=["launchagent", "systemd"])
+
+    doctor = sub.add_parser("doctor", help="check git, just, the config, repos and the scheduler")
+    config_opt(doctor)
+    return parser
+
+
+@cli_entry("loop-verify")
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    command: str = args.command
+    if command == "run":
+        from jobs.commands import run
+        return run.main(args)
+    if command == "list":
+        from jobs.commands import list as list_cmd
+        return list_cmd.main(args)
+    if command == "history":
+        from jobs.commands import history
+        return history.main(args)
+    if command == "serve":
+        from jobs.commands import serve
+        return serve.main(args)
+    if command in ("install", "uninstall"):
+        from jobs.commands import install
+        return install.main(args)
+    from jobs.commands import doctor
+    return doctor.main(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
