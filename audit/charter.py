@@ -1,0 +1,115 @@
+"""The run's charter: which repository and loop it is, and what authority it grants."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from jobs.errors import InputError
+
+KNOWN_GRANTS = frozenset({"release-please"})
+
+_TITLE = re.compile(r"^#\s+Charter:\s+(?P<repo>\S+)\s+loop(?P<loop>\d+)\s*$")
+# `key: value`, optionally as a markdown list item or with the key in bold (`**authority:**`).
+_KEY = re.compile(r"^\s*(?:[-*+]\s+)?(?:\*\*|__)?(?P<key>[A-Za-z][A-Za-z0-9_-]*)"
+                  r"(?P<colon>:(?:\*\*|__)?|(?:\*\*|__):)\s*(?P<value>.*?)\s*$")
+_OWNER_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]*)/[A-Za-z0-9._-]+$")
+
+
+@dataclass(frozen=True)
+class Grant:
+    kind: str
+    repo: str
+
+
+@dataclass(frozen=True)
+class Charter:
+    path: Path
+    repo: str
+    loop: int
+    grants: tuple[Grant, ...]
+    session: str | None
+    sha256: str
+
+
+def charter_sha256(path: Path) -> str:
+    """sha256 of the file's bytes: what `begin --charter` freezes and closeout checks."""
+    return hashlib.sha256(_read_bytes(path)).hexdigest()
+
+
+def load_charter(path: Path) -> Charter:
+    """Parse a charter; anything it cannot use is an InputError naming the file and line."""
+    data = _read_bytes(path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    lines = text.removeprefix("\ufeff").splitlines()
+    if not lines:
+        raise InputError(path, "empty charter: first line must be `# Charter: <repo> loop<N>`",
+                         line=1)
+    title = _TITLE.match(lines[0])
+    if title is None:
+        raise InputError(path, f"first line must be `# Charter: <repo> loop<N>`, "
+                         f"got {lines[0][:80]!r}", line=1)
+    grants: list[Grant] = []
+    session: str | None = None
+    seen: dict[str, int] = {}
+    for number, line in enumerate(lines[1:], start=2):
+        match = _KEY.match(line)
+        if match is None:
+            continue
+        key = match.group("key").lower()
+        if key not in ("authority", "session"):
+            continue
+        if key in seen:
+            # Two authority lines would leave a reader unsure which one the run was held to.
+            raise InputError(path, f"`{key}:` given twice (first on line {seen[key]})",
+                             line=number)
+        seen[key] = number
+        value = match.group("value")
+        if key == "authority":
+            grants = _parse_authority(path, number, value)
+        else:
+            if not value or any(ch.isspace() for ch in value):
+                raise InputError(path, f"`session:` must be one word, got {value!r}",
+                                 line=number)
+            session = value
+    return Charter(path=Path(path), repo=title.group("repo"), loop=int(title.group("loop")),
+                   grants=tuple(grants), session=session, sha256=hashlib.sha256(data).hexdigest())
+
+
+def grants_release_please(charter: Charter | None, github_repo: str | None) -> bool:
+    """Does the charter grant `release-please` for this GitHub `owner/name`?"""
+    if charter is None or not github_repo:
+        return False
+    wanted = github_repo.lower()
+    return any(g.kind == "release-please" and g.repo.lower() == wanted for g in charter.grants)
+
+
+def _parse_authority(path: Path, number: int, value: str) -> list[Grant]:
+    grants: list[Grant] = []
+    if not value.strip() or value.strip().lower() == "none":
+        return grants
+    for item in value.split(","):
+        words = item.split()
+        if not words:
+            raise InputError(path, f"empty grant in `authority: {value}`", line=number)
+        kind = words[0]
+        if kind not in KNOWN_GRANTS:
+            raise InputError(path, f"unknown grant {kind!r} (known: "
+                             f"{', '.join(sorted(KNOWN_GRANTS))})", line=number)
+        if len(words) != 2 or not _OWNER_NAME.match(words[1]):
+            raise InputError(path, f"malformed grant {item.strip()!r}: "
+                             f"expected `{kind} <owner/name>`", line=number)
+        grants.append(Grant(kind=kind, repo=words[1]))
+    return grants
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(path, f"cannot read charter: {exc.strerror or exc}") from None

@@ -1,0 +1,127 @@
+"""The push log: one JSON object per pushed ref, appended by record-push and the pre-push hook."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from audit.git import GitFailed, run_git
+from audit.rundir import PUSH_LOG, run_lock
+from jobs.errors import InputError
+from jobs.fsutil import fsync_dir
+
+ZERO = "0" * 40
+FIELDS = ("repo", "remote", "ref", "old", "new", "at", "source")
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+@dataclass(frozen=True)
+class PushEntry:
+    repo: str
+    remote: str
+    ref: str
+    old: str
+    new: str
+    at: str
+    source: str
+    line: int
+
+
+def is_sha(value: str) -> bool:
+    return bool(_SHA.match(value))
+
+
+def read_push_log(path: Path) -> list[PushEntry]:
+    """Every entry of the log, in order. A malformed line fails the whole read: a push log that
+    cannot be trusted line by line cannot explain anything."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise InputError(path, f"cannot read push log: {exc.strerror or exc}") from None
+    entries: list[PushEntry] = []
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        if raw == b"" and number == data.count(b"\n") + 1:
+            break  # the empty remainder after the final newline
+        entries.append(_parse_line(path, number, raw))
+    return entries
+
+
+def _parse_line(path: Path, number: int, raw: bytes) -> PushEntry:
+    try:
+        obj: Any = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError(path, "malformed push-log line: not UTF-8", line=number) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"malformed push-log line: {exc.msg} (column {exc.colno})",
+                         line=number) from None
+    if not isinstance(obj, dict):
+        raise InputError(path, "malformed push-log line: not a JSON object", line=number)
+    values: dict[str, str] = {}
+    for key in FIELDS:
+        if key not in obj:
+            raise InputError(path, f"malformed push-log line: missing key {key!r}", line=number)
+        value = obj[key]
+        if not isinstance(value, str) or not value:
+            raise InputError(path, f"malformed push-log line: {key!r} must be a non-empty string",
+                             line=number)
+        values[key] = value
+    for key in ("old", "new"):
+        if not is_sha(values[key]):
+            raise InputError(path, f"malformed push-log line: {key!r} is not a 40-hex SHA "
+                             f"({values[key][:50]!r})", line=number)
+    if not values["ref"].startswith("refs/"):
+        raise InputError(path, f"malformed push-log line: ref {values['ref']!r} is not a full "
+                         "ref name", line=number)
+    return PushEntry(line=number, **values)
+
+
+def append_push(run_dir: Path, entry: dict[str, str]) -> None:
+    """Append one entry as one line, under the run lock, and make it durable before returning."""
+    line = (json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+            + "\n").encode("utf-8")
+    with run_lock(run_dir):
+        path = run_dir / PUSH_LOG
+        created = not path.exists()
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            written = 0
+            while written < len(line):
+                written += os.write(fd, line[written:])
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if created:
+            fsync_dir(run_dir)
+
+
+_COMMON_DIRS: dict[str, str] = {}
+
+
+def repo_identity(path: str) -> str:
+    """What makes two paths the same repository: the resolved git common dir (shared by a
+    repository and its linked worktrees), else the real path when it is no repository."""
+    real = os.path.realpath(path)
+    cached = _COMMON_DIRS.get(real)
+    if cached is None:
+        try:
+            out = run_git(real, "rev-parse", "--path-format=absolute", "--git-common-dir",
+                          timeout=30)
+            cached = "git:" + os.path.realpath(out.strip())
+        except GitFailed:
+            cached = "path:" + real
+        _COMMON_DIRS[real] = cached
+    return cached
+
+
+def same_repo(a: str, b: str) -> bool:
+    """True when `a` and `b` are one repository (a linked worktree counts as its repository);
+    another clone of the same remote is another repository."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    return repo_identity(a) == repo_identity(b)

@@ -1,0 +1,50 @@
+"""The run directory: where a run's snapshots, push log and reports live, and its lock."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+from jobs.errors import UsageError
+from jobs.fsutil import atomic_write, exclusive_lock
+
+BEFORE = "audit-before.json"
+AFTER = "audit-after.json"
+PUSH_LOG = "push-log.jsonl"
+REPORT_JSON = "audit-report.json"
+REPORT_TXT = "audit-report.txt"
+LOCK = ".audit.lock"
+ENV_VAR = "LOOP_PI_RUN_DIR"
+
+
+def resolve_run_dir(arg: str | None, env: Mapping[str, str] = os.environ) -> Path:
+    """`--run-dir`, else `$LOOP_PI_RUN_DIR`; without either the command cannot know its run."""
+    value = arg if arg else env.get(ENV_VAR, "")
+    if not value:
+        raise UsageError(f"no run directory: pass --run-dir DIR or set ${ENV_VAR}")
+    path = Path(value).expanduser()
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"run directory {path} is not a directory")
+    return path.absolute()
+
+
+@contextmanager
+def run_lock(run_dir: Path) -> Iterator[None]:
+    """Hold the run's exclusive lock, waiting for it: every read-modify-write happens under it."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with exclusive_lock(run_dir / LOCK, wait=True):
+        yield
+
+
+def dump_json(obj: object) -> str:
+    """The one JSON form of every file this tool writes: sorted keys, indent 2, trailing newline."""
+    return json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_json(path: Path, obj: object) -> None:
+    """Write `obj` so that a crash leaves either the old file or the whole new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, dump_json(obj).encode("utf-8"))
