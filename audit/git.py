@@ -75,8 +75,10 @@ def run_git(repo: Path | str | None, *args: str, timeout: float | None = None,
         raise GitFailed(argv, f"`{' '.join(argv[3:] if repo is not None else argv[1:])}` "
                         f"timed out after {timeout:g}s", timed_out=True) from None
     if proc.returncode != 0:
-        text = err.decode("utf-8", "replace").strip().splitlines()
-        detail = text[-1] if text else f"exit status {proc.returncode}"
+        lines = [ln.strip() for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
+        detail = " ".join(lines) if lines else f"exit status {proc.returncode}"
+        if len(detail) > 500:
+            detail = detail[:497] + "..."
         raise GitFailed(argv, detail, returncode=proc.returncode)
     return out.decode("utf-8", "surrogateescape")
 

@@ -1,0 +1,299 @@
+"""Snapshots: every remote ref, local tag and GitHub release of the repositories a run may touch.
+
+A part that cannot be read is `{"available": false, "reason": ...}` and never an empty list, so
+closeout can tell "nothing there" from "could not look".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from audit.git import GitFailed, remote_timeout, run_git
+from audit.github import api_base_url, find_token, github_hosts, github_repo_from_url, read_releases
+from jobs.errors import InputError
+
+NOT_ON_GITHUB = "no remote on a GitHub host"
+
+
+@dataclass
+class RemoteConfig:
+    name: str
+    urls: list[str] = field(default_factory=list)
+    pushurls: list[str] = field(default_factory=list)
+
+
+def repo_key(repo: Path | str) -> str:
+    """How a repository is named in snapshots: its absolute real path."""
+    return os.path.realpath(repo)
+
+
+def read_remote_config(repo: Path | str) -> dict[str, RemoteConfig]:
+    """Every remote's configured URLs and push URLs, as written (before insteadOf), in one call."""
+    try:
+        out = run_git(repo, "config", "-z", "--get-regexp", r"^remote\.", timeout=30)
+    except GitFailed as exc:
+        if exc.returncode == 1:  # no key matched: a repository without remotes
+            return {}
+        raise
+    remotes: dict[str, RemoteConfig] = {}
+    for record in out.split("\0"):
+        if not record:
+            continue
+        key, _, value = record.partition("\n")
+        # remote.<name>.<variable>; a name may itself contain dots.
+        body, _, variable = key[len("remote."):].rpartition(".")
+        if not body or variable not in ("url", "pushurl"):
+            continue
+        remote = remotes.setdefault(body, RemoteConfig(body))
+        (remote.urls if variable == "url" else remote.pushurls).append(value)
+    return dict(sorted(remotes.items()))
+
+
+def parse_ls_remote(text: str) -> tuple[dict[str, str], dict[str, str]]:
+    """`git ls-remote --symref` output → (refs, symrefs), peeled `^{}` lines kept as printed."""
+    refs: dict[str, str] = {}
+    symrefs: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line:
+            continue
+        left, sep, name = line.partition("\t")
+        if not sep:
+            raise ValueError(f"unexpected ls-remote line {line[:80]!r}")
+        if left.startswith("ref: "):
+            symrefs[name] = left[len("ref: "):]
+        else:
+            refs[name] = left
+    return dict(sorted(refs.items())), dict(sorted(symrefs.items()))
+
+
+def snapshot_remote(repo: str, remote: RemoteConfig, timeout: float) -> dict[str, Any]:
+    part: dict[str, Any] = {"url": remote.urls[0] if remote.urls else None}
+    if remote.pushurls:
+        part["pushurls"] = list(remote.pushurls)
+    if not remote.urls:
+        return {"available": False, **part,
+                "reason": f"remote {remote.name} has no url configured"}
+    try:
+        refs, symrefs = parse_ls_remote(
+            run_git(repo, "ls-remote", "--symref", remote.name, timeout=timeout))
+    except (GitFailed, ValueError) as exc:
+        return {"available": False, **part,
+                "reason": f"git ls-remote --symref {remote.name} failed: {exc}"}
+    return {"available": True, **part, "refs": refs, "symrefs": symrefs}
+
+
+def snapshot_tags(repo: str) -> dict[str, Any]:
+    """Local tags in ls-remote's form: `refs/tags/X` → the object the tag ref names (the tag
+    object for an annotated tag) plus `refs/tags/X^{}` → the commit it peels to."""
+    fmt = "%(objectname)\t%(*objectname)\t%(refname)"
+    try:
+        out = run_git(repo, "for-each-ref", f"--format={fmt}", "refs/tags", timeout=60)
+    except GitFailed as exc:
+        return {"available": False, "reason": f"git for-each-ref refs/tags failed: {exc}"}
+    tags: dict[str, str] = {}
+    for line in out.splitlines():
+        sha, peeled, name = line.split("\t", 2)
+        tags[name] = sha
+        if peeled:
+            tags[name + "^{}"] = peeled
+    return {"available": True, "tags": dict(sorted(tags.items()))}
+
+
+def github_repos_of(remotes: Mapping[str, RemoteConfig],
+                    env: Mapping[str, str] = os.environ) -> list[str]:
+    """Distinct GitHub owner/names the remotes' configured URLs name, the primary first:
+    origin's fetch URL, else origin's push URL, else the first remote by name."""
+    hosts = github_hosts(env)
+    ordered = sorted(remotes.values(), key=lambda r: (r.name != "origin", r.name))
+    found: list[str] = []
+    seen: set[str] = set()
+    for remote in ordered:
+        for url in [*remote.urls, *remote.pushurls]:
+            name = github_repo_from_url(url, hosts)
+            if name is not None and name.lower() not in seen:
+                seen.add(name.lower())
+                found.append(name)
+    return found
+
+
+def snapshot_releases(remotes: Mapping[str, RemoteConfig], token_cache: list[str | None],
+                      env: Mapping[str, str] = os.environ) -> dict[str, Any]:
+    names = github_repos_of(remotes, env)
+    if not names:
+        return {"available": True, "releases": [], "note": NOT_ON_GITHUB, "github_repo": None,
+                "github_repos": []}
+    if not token_cache:
+        token_cache.append(find_token(env))
+    token = token_cache[0]
+    base = api_base_url(env)
+    ident = {"github_repo": names[0], "github_repos": names}
+    releases: list[dict[str, Any]] = []
+    for name in names:
+        part = read_releases(name, token=token, base_url=base, timeout=_api_timeout(env))
+        if not part["available"]:
+            return {"available": False, "reason": part["reason"], **ident}
+        releases.extend({**r, "repo": name} for r in part["releases"])
+    releases.sort(key=lambda r: (r["repo"].lower(), str(r["tag_name"]),
+                                 str(r["created_at"] or ""), r["id"] or 0))
+    return {"available": True, "releases": releases, **ident}
+
+
+def _api_timeout(env: Mapping[str, str]) -> float:
+    raw = env.get("LOOP_PI_GITHUB_TIMEOUT", "")
+    try:
+        return float(raw) if raw else 10.0
+    except ValueError:
+        return 10.0
+
+
+def take_snapshot(repos: Sequence[Path], *, charter_sha256: str | None,
+                  taken_at: datetime | None = None,
+                  env: Mapping[str, str] = os.environ) -> dict[str, Any]:
+    """Snapshot every repository; remotes are asked in parallel, each under its own timeout."""
+    when = iso_now(taken_at)
+    timeout = remote_timeout(env)
+    token_cache: list[str | None] = []
+    entries: dict[str, dict[str, Any]] = {}
+    configs: dict[str, dict[str, RemoteConfig]] = {}
+    for repo in repos:
+        key = repo_key(repo)
+        try:
+            configs[key] = read_remote_config(key)
+        except GitFailed as exc:
+            reason = f"cannot read the repository's configuration: {exc}"
+            entries[key] = {"available": False, "reason": reason, "taken_at": when,
+                            "remotes": {}, "tags": {"available": False, "reason": reason},
+                            "releases": {"available": False, "reason": reason}}
+    jobs = [(key, remote) for key, cfg in configs.items() for remote in cfg.values()]
+    with ThreadPoolExecutor(max_workers=max(1, min(8, len(jobs)))) as pool:
+        remote_parts = list(pool.map(lambda job: snapshot_remote(job[0], job[1], timeout), jobs))
+    for key, cfg in configs.items():
+        entries[key] = {
+            "taken_at": when,
+            "remotes": {r.name: part for (k, r), part in zip(jobs, remote_parts, strict=True)
+                        if k == key},
+            "tags": snapshot_tags(key),
+            "releases": snapshot_releases(cfg, token_cache, env),
+        }
+    return {"taken_at": when, "charter_sha256": charter_sha256,
+            "repos": dict(sorted(entries.items()))}
+
+
+def iso_now(when: datetime | None = None) -> str:
+    moment = when or datetime.now(UTC)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def snapshot_complete(snap: Mapping[str, Any]) -> list[str]:
+    """The reason of every unavailable part (empty when the snapshot is complete)."""
+    reasons: list[str] = []
+    for repo, entry in sorted(snap.get("repos", {}).items()):
+        if entry.get("available") is False:
+            reasons.append(f"{repo}: {entry.get('reason', 'unavailable')}")
+            continue
+        for name, part in sorted(entry.get("remotes", {}).items()):
+            if not part.get("available"):
+                reasons.append(f"{repo}: remote {name}: {part.get('reason', 'unavailable')}")
+        for label in ("tags", "releases"):
+            part = entry.get(label, {})
+            if not part.get("available"):
+                reasons.append(f"{repo}: {label}: {part.get('reason', 'unavailable')}")
+    return reasons
+
+
+def load_snapshot(path: Path) -> dict[str, Any]:
+    """Read and check a snapshot file; anything malformed is an InputError (exit 2)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(path, "no such snapshot file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(path, f"cannot read snapshot: {exc}") from None
+    try:
+        snap = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"malformed snapshot JSON: {exc.msg} (column {exc.colno})",
+                         line=exc.lineno) from None
+    problem = _check_snapshot(snap)
+    if problem is not None:
+        raise InputError(path, f"not a loop-pi-audit snapshot: {problem}")
+    return dict(snap)
+
+
+def _check_snapshot(snap: Any) -> str | None:
+    if not isinstance(snap, dict):
+        return "top level is not a JSON object"
+    if not isinstance(snap.get("taken_at"), str):
+        return "`taken_at` missing or not a string"
+    if "charter_sha256" not in snap or not isinstance(snap["charter_sha256"], str | None):
+        return "`charter_sha256` missing or not a string/null"
+    repos = snap.get("repos")
+    if not isinstance(repos, dict):
+        return "`repos` missing or not an object"
+    for repo, entry in repos.items():
+        where = f"repos[{repo!r}]"
+        problem = _check_repo(where, entry)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _check_repo(where: str, entry: Any) -> str | None:
+    if not isinstance(entry, dict):
+        return f"{where} is not an object"
+    if "available" in entry and (entry["available"] is not False
+                                 or not isinstance(entry.get("reason"), str)):
+        return f"{where}: `available` may only be false, with a `reason`"
+    remotes = entry.get("remotes")
+    if not isinstance(remotes, dict):
+        return f"{where}.remotes missing or not an object"
+    for name, part in remotes.items():
+        problem = _check_part(f"{where}.remotes[{name!r}]", part, {"refs": dict, "symrefs": dict})
+        if problem is not None:
+            return problem
+        if part["available"]:
+            for label in ("refs", "symrefs"):
+                if not all(isinstance(k, str) and isinstance(v, str)
+                           for k, v in part[label].items()):
+                    return f"{where}.remotes[{name!r}].{label} must map strings to strings"
+    for label, kind in (("tags", dict), ("releases", list)):
+        part = entry.get(label)
+        problem = _check_part(f"{where}.{label}", part, {label: kind})
+        if problem is not None:
+            return problem
+    tags = entry["tags"]
+    if tags["available"] and not all(isinstance(k, str) and isinstance(v, str)
+                                     for k, v in tags["tags"].items()):
+        return f"{where}.tags.tags must map strings to strings"
+    releases = entry["releases"]
+    if releases["available"]:
+        for i, rel in enumerate(releases["releases"]):
+            if not isinstance(rel, dict) or not isinstance(rel.get("tag_name"), str) \
+                    or not isinstance(rel.get("draft"), bool) \
+                    or not isinstance(rel.get("prerelease"), bool) \
+                    or not isinstance(rel.get("author"), str | None):
+                return (f"{where}.releases.releases[{i}] needs tag_name (string), draft and "
+                        "prerelease (booleans) and author (string or null)")
+    return None
+
+
+def _check_part(where: str, part: Any, fields: Mapping[str, type]) -> str | None:
+    if not isinstance(part, dict) or not isinstance(part.get("available"), bool):
+        return f"{where} is not an object with a boolean `available`"
+    if not part["available"]:
+        if not isinstance(part.get("reason"), str):
+            return f"{where} is unavailable without a `reason`"
+        return None
+    for name, kind in fields.items():
+        if not isinstance(part.get(name), kind):
+            return f"{where}.{name} missing or not a{'n object' if kind is dict else ' list'}"
+    return None
