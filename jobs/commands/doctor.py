@@ -1,0 +1,85 @@
+"""`loop-verify doctor`: check git, just, the configuration, each repository and the scheduler."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+
+from jobs import backlog, git, runner
+from jobs.commands.common import setup
+from jobs.config import Config
+from jobs.errors import EXIT_FAILED, EXIT_OK
+from jobs.ledger import Ledger, LedgerError
+from jobs.schedule_install import Check, scheduler_checks
+
+
+def tool_checks() -> list[Check]:
+    checks = []
+    git_path = shutil.which("git")
+    if git_path is None:
+        checks.append(Check("git", False, "not found on PATH", "install git"))
+    else:
+        checks.append(Check("git", True, f"{git.version()} at {git_path}", None))
+    just_path = shutil.which("just")
+    checks.append(Check("just", just_path is not None, just_path or "not found on PATH",
+                        None if just_path else "install just (e.g. `pipx install rust-just`) "
+                        "and make sure the scheduler's PATH finds it"))
+    return checks
+
+
+def config_checks(config: Config) -> list[Check]:
+    where = str(config.source) if config.source else "no file; built-in defaults"
+    checks = [Check("configuration", True, where, None)]
+    if not config.repos:
+        checks.append(Check("repositories", False, "none configured",
+                            "list them under `repos:` in the configuration"))
+    try:
+        Ledger(config.ledger).close()
+        checks.append(Check("ledger", True, config.ledger, None))
+    except LedgerError as exc:
+        checks.append(Check("ledger", False, str(exc), "fix `ledger:` or `state_dir:`"))
+    return checks
+
+
+def repo_checks(config: Config) -> list[Check]:
+    checks = []
+    for repo in config.repos:
+        name = f"repo {repo.path}"
+        try:
+            backlog.read_config(repo.path)
+        except backlog.BacklogError as exc:
+            checks.append(Check(name, False, f"backlog not readable: {exc}",
+                                "run `backlog init` there or fix backlog/config.yml"))
+            continue
+        try:
+            doing = git.operation_in_progress(git.git_dir(repo.path))
+            state = git.work_tree_state(repo.path)
+        except (OSError, git.GitError) as exc:
+            checks.append(Check(name, False, str(exc), "check the repository"))
+            continue
+        if doing:
+            checks.append(Check(name, False, doing, "finish or abort it"))
+        elif state.branch != repo.branch:
+            checks.append(Check(name, False,
+                                f"on {state.branch or 'a detached HEAD'}, not {repo.branch}",
+                                f"git -C {repo.path} switch {repo.branch}"))
+        elif not state.clean:
+            checks.append(Check(name, False, f"{len(state.changes)} uncommitted change(s)",
+                                "commit or stash them; loop-verify skips a dirty work tree"))
+        elif runner.find_justfile(repo.path) is None:
+            checks.append(Check(name, False, "no justfile in the repository root",
+                                "every due task there will fail with `no justfile`"))
+        else:
+            checks.append(Check(name, True, f"clean on {repo.branch}, backlog found", None))
+    return checks
+
+
+def main(args: argparse.Namespace) -> int:
+    config = setup(args, repos=False)
+    checks = tool_checks() + config_checks(config) + repo_checks(config) + scheduler_checks(config)
+    for check in checks:
+        mark = "ok  " if check.ok else "FAIL"
+        print(f"{mark} {check.name}: {check.detail}")
+        if not check.ok and check.fix:
+            print(f"     fix: {check.fix}")
+    return EXIT_OK if all(c.ok for c in checks) else EXIT_FAILED

@@ -1,0 +1,30 @@
+"""`loop-verify history`: the recorded attempts, from the ledger."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from jobs.commands.common import parse_date, setup
+from jobs.ledger import Ledger, iso_utc
+from jobs.verify import format_line
+
+
+def main(args: argparse.Namespace) -> int:
+    config = setup(args, repos=False)
+    since = parse_date(args.since, "--since") if args.since else None
+    repo = str(Path(args.repo).expanduser().resolve()) if args.repo else None
+    ledger = Ledger(config.ledger)
+    try:
+        attempts = ledger.history(since=since, repo=repo)
+    finally:
+        ledger.close()
+    if args.json:
+        print(json.dumps({"attempts": [a.to_json() for a in attempts]}, sort_keys=True))
+        return 0
+    if not attempts:
+        print("no attempts recorded" + (f" since {since.isoformat()}" if since else ""))
+    for a in attempts:
+        print(f"{iso_utc(a.started_at)}  {format_line(a)}")
+    return 0

@@ -1,0 +1,48 @@
+"""`loop-verify run`: verify every due task now."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from jobs.commands.common import parse_date, setup
+from jobs.config import with_timeout
+from jobs.errors import UsageError
+from jobs.verify import format_line, run_once
+
+
+def main(args: argparse.Namespace) -> int:
+    config = setup(args)
+    config = with_timeout(config, args.timeout)
+    today = parse_date(args.today, "--today") if args.today else None
+    if not config.repos:
+        raise UsageError("no repositories to verify: list them under `repos:` in the "
+                         "configuration or pass --repo PATH")
+    live = not args.json and sys.stderr.isatty()
+
+    def printer(line: str) -> None:
+        if live:
+            sys.stderr.write("\r\033[K")
+        print(line, flush=True)
+
+    def ticker(label: str, elapsed: float) -> None:
+        sys.stderr.write(f"\r\033[K  running {label}  {elapsed:.0f}s")
+        sys.stderr.flush()
+
+    summary = run_once(config, today=today, dry_run=args.dry_run,
+                       printer=None if args.json else printer,
+                       ticker=ticker if live else None)
+    if args.json:
+        print(json.dumps({
+            "run_id": summary.run_id, "today": summary.today.isoformat(),
+            "dry_run": summary.dry_run, "exit_code": summary.exit_code,
+            "results": [r.to_json() for r in summary.results],
+        }, sort_keys=True))
+    elif not summary.results:
+        print(f"nothing due on {summary.today.isoformat()} in {len(config.repos)} "
+              f"repositor{'y' if len(config.repos) == 1 else 'ies'}")
+    return summary.exit_code
+
+
+__all__ = ["format_line", "main"]

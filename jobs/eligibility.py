@@ -1,0 +1,73 @@
+"""Which tasks are due, waiting, refused or not done: the SPEC's eligibility rules as pure code."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date
+
+from jobs.backlog import BacklogConfig, Task
+
+DUE, WAITING, REFUSED, NOT_DONE = "due", "waiting", "refused", "not done"
+
+_LABEL = re.compile(r"verify:(\d{4})-(\d{2})-(\d{2})", re.ASCII)
+# The only command loop-verify will ever run. Nothing may follow the recipe name.
+_COMMAND = re.compile(r"verify-cmd: just (verify-[A-Za-z0-9][A-Za-z0-9_-]*)", re.ASCII)
+
+
+@dataclass(frozen=True)
+class Classified:
+    task: Task
+    state: str
+    reason: str | None = None
+    label: str | None = None
+    label_date: date | None = None
+    recipe: str | None = None
+
+
+def label_date(label: str) -> date | None:
+    """The calendar date of a well-formed `verify:YYYY-MM-DD` label, else None."""
+    m = _LABEL.fullmatch(label)
+    if not m:
+        return None
+    try:
+        return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    except ValueError:
+        return None
+
+
+def recipe_of(line: str) -> str | None:
+    """The recipe a `verify-cmd:` line names, when the line is exactly the one allowed form."""
+    m = _COMMAND.fullmatch(line.rstrip("\r"))
+    return m.group(1) if m else None
+
+
+def classify(task: Task, config: BacklogConfig, today: date) -> Classified | None:
+    """The task's state, or None when it carries no `verify:` label at all."""
+    if not task.verify_labels:
+        return None
+    if not config.is_done(task.status):
+        return Classified(task, NOT_DONE, f"status is {task.status!r}, not {config.done_status!r}")
+    if len(task.verify_labels) > 1:
+        return Classified(task, REFUSED,
+                          f"{len(task.verify_labels)} verify labels: "
+                          + ", ".join(task.verify_labels))
+    label = task.verify_labels[0]
+    when = label_date(label)
+    if when is None:
+        return Classified(task, REFUSED, f"bad verify label {label!r}: expected "
+                          "verify:YYYY-MM-DD with a real calendar date", label=label)
+    if not task.verify_cmd_lines:
+        return Classified(task, REFUSED, "no `verify-cmd: just verify-<name>` line",
+                          label=label, label_date=when)
+    if len(task.verify_cmd_lines) > 1:
+        return Classified(task, REFUSED, f"{len(task.verify_cmd_lines)} verify-cmd lines; "
+                          "exactly one is allowed", label=label, label_date=when)
+    line = task.verify_cmd_lines[0]
+    recipe = recipe_of(line)
+    if recipe is None:
+        return Classified(task, REFUSED, f"malformed verify-cmd {line!r}: only "
+                          "`verify-cmd: just verify-<name>` is run", label=label, label_date=when)
+    if when > today:
+        return Classified(task, WAITING, f"due {when.isoformat()}", label, when, recipe)
+    return Classified(task, DUE, None, label, when, recipe)

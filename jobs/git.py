@@ -1,0 +1,114 @@
+"""Every git invocation loop-verify makes, through GitPython's command layer."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import git as gitpython
+
+_IN_PROGRESS = {
+    "MERGE_HEAD": "a merge is in progress",
+    "rebase-merge": "a rebase is in progress",
+    "rebase-apply": "a rebase or am is in progress",
+    "CHERRY_PICK_HEAD": "a cherry-pick is in progress",
+    "REVERT_HEAD": "a revert is in progress",
+    "BISECT_LOG": "a bisect is in progress",
+}
+
+
+class GitError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class WorkTreeState:
+    branch: str | None          # None when HEAD is detached
+    changes: tuple[str, ...]    # staged, unstaged and untracked paths; ignored files excluded
+
+    @property
+    def clean(self) -> bool:
+        return not self.changes
+
+
+def _run(root: Path, *args: str) -> str:
+    status, out, err = gitpython.Git(str(root)).execute(
+        ["git", *args], with_extended_output=True, with_exceptions=False,
+        strip_newline_in_stdout=False, env={"GIT_TERMINAL_PROMPT": "0"})
+    if status != 0:
+        raise GitError(f"git {args[0]} failed ({status}): {str(err).strip()}")
+    return str(out)
+
+
+def git_dir(root: Path) -> Path:
+    """The repository's git directory, read from disk (a linked worktree has a `.git` file)."""
+    dot = root / ".git"
+    if dot.is_dir():
+        return dot
+    text = dot.read_text(encoding="utf-8").strip()
+    if not text.startswith("gitdir:"):
+        raise GitError(f"{dot}: not a gitdir file")
+    target = Path(text.removeprefix("gitdir:").strip())
+    return target if target.is_absolute() else (root / target).resolve()
+
+
+def operation_in_progress(gdir: Path) -> str | None:
+    for name, what in _IN_PROGRESS.items():
+        if (gdir / name).exists():
+            return what
+    return None
+
+
+def work_tree_state(root: Path) -> WorkTreeState:
+    """Branch and every non-ignored change, in one `git status` process."""
+    out = _run(root, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all")
+    branch: str | None = None
+    changes: list[str] = []
+    records = out.split("\0")
+    i = 0
+    while i < len(records):
+        rec = records[i]
+        i += 1
+        if not rec:
+            continue
+        if rec.startswith("# branch.head "):
+            head = rec.removeprefix("# branch.head ")
+            branch = None if head == "(detached)" else head
+        elif rec.startswith("#"):
+            continue
+        elif rec.startswith("1 "):
+            changes.append(rec.split(" ", 8)[8])
+        elif rec.startswith("2 "):
+            changes.append(rec.split(" ", 9)[9])
+            i += 1  # a rename's original path follows as its own record
+        elif rec.startswith("u "):
+            changes.append(rec.split(" ", 10)[10])
+        elif rec.startswith("? "):
+            changes.append(rec[2:])
+    return WorkTreeState(branch, tuple(changes))
+
+
+def commit_paths(root: Path, paths: Sequence[str], message: str) -> str:
+    """Commit exactly `paths` (added, changed or removed) and return the new commit's SHA."""
+    _run(root, "add", "--all", "--", *paths)
+    try:
+        _run(root, "commit", "--quiet", "--message", message, "--", *paths)
+    except GitError:
+        # Leave the index as we found it; the caller restores the files themselves.
+        _run(root, "reset", "--quiet", "--", *paths)
+        raise
+    return _run(root, "rev-parse", "HEAD").strip()
+
+
+def last_commit(root: Path, path: str) -> tuple[str, str] | None:
+    """SHA and subject of the newest commit touching `path`, if any."""
+    out = _run(root, "log", "-1", "--format=%H%x00%s", "--", path).strip()
+    if not out:
+        return None
+    sha, _, subject = out.partition("\0")
+    return sha, subject
+
+
+def version() -> str:
+    return _run(Path.cwd(), "--version").strip()

@@ -1,0 +1,88 @@
+"""What a verdict writes into its task: the edit, the exit summary and the commit message."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from jobs import backlog
+from jobs.config import format_duration
+
+PASS, FAIL, TIMEOUT = "pass", "fail", "timeout"
+FAILED_LABEL = "verify-failed"
+TAIL_LINES = 20
+TAIL_BYTES = 2048
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a recipe ended, as the summary tells it."""
+
+    verdict: str                 # pass, fail or timeout
+    recipe: str
+    exit_code: int | None = None
+    duration: float = 0.0
+    timeout: float = 0.0
+    not_run: str | None = None   # why it was never started (no justfile, recipe missing, ...)
+    tail: str = ""
+    output_path: str | None = None
+
+
+def commit_message(task_id: str, outcome: Outcome) -> str:
+    word = "passed" if outcome.verdict == PASS else "failed"
+    return f"loop-verify: {task_id} {word} (just {outcome.recipe})"
+
+
+def _safe_line(line: str) -> str:
+    line = _CONTROL.sub("\ufffd", line.rstrip("\r"))
+    # Output must not forge Backlog.md section markers or a second verify-cmd line.
+    line = line.replace("<!--", "<!\u200b--")
+    if line.lstrip(" -").startswith("verify-cmd"):
+        line = "| " + line
+    return line
+
+
+def tail_lines(tail: str) -> list[str]:
+    """The last lines of output within the summary's limits, made safe to paste into a task."""
+    lines = tail.splitlines()[-TAIL_LINES:]
+    while lines and len("\n".join(lines).encode()) > TAIL_BYTES:
+        lines = lines[1:]
+    if not lines and tail:
+        lines = [tail.encode()[-TAIL_BYTES:].decode("utf-8", "replace")]
+    return [_safe_line(line) for line in lines]
+
+
+def failure_summary(outcome: Outcome, at: datetime) -> str:
+    stamp = at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    command = f"`just {outcome.recipe}`"
+    limit = format_duration(outcome.timeout)
+    if outcome.not_run is not None:
+        head = f"verify-failed {stamp}: {command} not run: {outcome.not_run}"
+    elif outcome.verdict == TIMEOUT:
+        head = f"verify-failed {stamp}: {command} timed out after {limit}"
+    else:
+        head = (f"verify-failed {stamp}: {command} exited {outcome.exit_code} "
+                f"after {outcome.duration:.1f}s (timeout {limit})")
+    parts = [head]
+    if outcome.not_run is None:
+        lines = tail_lines(outcome.tail)
+        parts.append("last lines of output:")
+        parts.extend(f"    {line}" for line in lines or ["(none)"])
+    if outcome.output_path:
+        parts.append(f"full output: {outcome.output_path}")
+    return "\n".join(parts)
+
+
+def apply(data: bytes, outcome: Outcome, label: str, reopen_status: str,
+          at: datetime) -> bytes:
+    """The task file's new bytes for this verdict; only what the verdict must change."""
+    if outcome.verdict == PASS:
+        data = backlog.remove_label(data, label)
+    else:
+        data = backlog.set_status(data, reopen_status)
+        data = backlog.add_label(data, FAILED_LABEL)
+        data = backlog.append_notes(data, failure_summary(outcome, at))
+    return backlog.set_updated_date(data, at)
