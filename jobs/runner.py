@@ -1,0 +1,507 @@
+"""Run one `just verify-<name>` recipe and make sure nothing it started outlives the run.
+
+The recipe runs in its own session (so its process group id and session id equal the `just` pid),
+with its output going straight into a file we opened (never a pipe: a grandchild holding stdout can
+then never block us). Whatever happens — normal exit, timeout, or the daemon being told to stop —
+the run ends with a sweep that kills every process the recipe left behind and reaps every zombie
+handed to us.
+
+How leftovers are found on Linux, in one pass over /proc per sweep round:
+  * same session or process group as the recipe (covers ordinary background jobs);
+  * the run's unique token in /proc/<pid>/environ (covers `setsid` and double forks that kept
+    their environment);
+  * re-parented to us: this process is a child subreaper, so orphans of the recipe come to us
+    instead of init, and a child we did not start that sits outside our own session can only be
+    such an orphan.
+A descendant that clears its environment *and* leaves the session *and* keeps a live parent outside
+the recipe cannot exist: its parent is itself a descendant and is killed first, after which the
+orphan is re-parented to us and caught in the next round.
+
+macOS has no /proc and no subreaper: there we kill the process group and every descendant that
+`ps -axo pid,ppid,pgid` can still link to the recipe. A double-forked daemon that also called
+`setsid` is re-parented to launchd and cannot be found there; recipes must not daemonize on macOS.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+JUSTFILE_NAMES = ("justfile", "Justfile", ".justfile")
+TOKEN_VAR = "LOOP_VERIFY_RUN_TOKEN"
+
+TAIL_LINES = 20
+TAIL_BYTES = 2048
+
+_POLL = 0.05  # seconds between checks of the recipe; bounds how late a timeout or stop is noticed
+_SWEEP_BUDGET = 5.0  # seconds the final sweep may take before giving up on unkillable processes
+_PR_SET_CHILD_SUBREAPER = 36
+# Whether /proc can answer for processes; elsewhere (macOS) one `ps` call per scan does.
+_USE_PROC = sys.platform.startswith("linux") and os.path.isdir("/proc/self")
+
+Outcome = Literal["exited", "timed_out", "interrupted", "error"]
+
+
+class RecipeError(Exception):
+    """`just` cannot be run or its answer cannot be read: an infrastructure fault."""
+
+
+class JustfileInvalid(Exception):
+    """`just` ran but rejected the justfile: the verification fails, the infrastructure is fine."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class RecipeResult:
+    outcome: Outcome
+    exit_code: int | None
+    duration: float
+    output_path: Path
+    tail: str
+    error: str | None
+    survivors_killed: int
+
+
+def find_justfile(root: Path) -> Path | None:
+    """The repository root's own justfile; a parent folder's never counts."""
+    root = Path(root)
+    for name in JUSTFILE_NAMES:
+        candidate = root / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def recipe_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a recipe sees: no `JUST_*` overrides, and git never prompts."""
+    base = os.environ if env is None else env
+    clean = {k: v for k, v in base.items() if not k.startswith("JUST_")}
+    clean["GIT_TERMINAL_PROMPT"] = "0"
+    return clean
+
+
+def list_recipes(
+    justfile: Path, root: Path, *, just: str = "just", timeout: float = 30
+) -> frozenset[str]:
+    """Every recipe and alias name `just` would accept, from one `--dump` call.
+
+    Recipes of modules appear by their path (`sub::verify-x`); private recipes are included
+    because `just` runs them when named.
+    """
+    argv = [just, "--justfile", str(justfile), "--working-directory", str(root),
+            "--dump", "--dump-format", "json"]
+    try:
+        done = subprocess.run(  # noqa: S603 - fixed argument vector, no shell
+            argv, cwd=root, env=recipe_env(), stdin=subprocess.DEVNULL,
+            capture_output=True, timeout=timeout, check=False,
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise RecipeError(f"`{just} --dump` did not answer within {timeout:g}s") from exc
+    except OSError as exc:
+        raise RecipeError(_start_failure(just, exc)) from exc
+    if done.returncode != 0:
+        message = done.stderr.decode("utf-8", errors="replace").strip()
+        raise JustfileInvalid(message or f"`just --dump` exited {done.returncode}")
+    try:
+        dump = json.loads(done.stdout)
+    except ValueError as exc:
+        raise RecipeError(f"`{just} --dump` printed something that is not JSON") from exc
+    if not isinstance(dump, dict):
+        raise RecipeError(f"`{just} --dump` printed an unexpected document")
+    return frozenset(_names(dump, ""))
+
+
+def _names(module: dict[str, Any], prefix: str) -> Iterable[str]:
+    for key in ("recipes", "aliases"):
+        table = module.get(key)
+        if isinstance(table, dict):
+            yield from (prefix + name for name in table)
+    modules = module.get("modules")
+    if isinstance(modules, dict):
+        for name, sub in modules.items():
+            if isinstance(sub, dict):
+                yield from _names(sub, f"{prefix}{name}::")
+
+
+def _start_failure(just: str, exc: OSError) -> str:
+    where = exc.filename if exc.filename is not None else just
+    return f"cannot start {just}: {exc.strerror or exc} ({where})"
+
+
+def run_recipe(
+    root: Path,
+    justfile: Path,
+    recipe: str,
+    *,
+    timeout: float,
+    kill_grace: float,
+    output_path: Path,
+    just: str = "just",
+    env: Mapping[str, str] | None = None,
+    on_tick: Callable[[float], None] | None = None,
+    stop: threading.Event | None = None,
+) -> RecipeResult:
+    """Run `just <recipe>` in `root` under a timeout; nothing it started survives the call."""
+    output_path = Path(output_path)
+    try:
+        output_path.parent.mkdir(parents=True, exist_ok=True)
+        out_fd = os.open(output_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        return RecipeResult("error", None, 0.0, output_path, "",
+                            f"cannot write output file {output_path}: {exc.strerror or exc}", 0)
+
+    token = uuid.uuid4().hex
+    child_env = recipe_env(env)
+    child_env[TOKEN_VAR] = token
+    argv = [just, "--justfile", str(justfile), "--working-directory", str(root), recipe]
+    _become_subreaper()
+    tracker = _Tracker.before_start(token)
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(  # noqa: S603 - fixed argument vector, no shell
+            argv, cwd=root, env=child_env, stdin=subprocess.DEVNULL, stdout=out_fd,
+            stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
+        )
+    except OSError as exc:
+        return RecipeResult("error", None, time.monotonic() - started, output_path, "",
+                            _start_failure(just, exc), 0)
+    finally:
+        os.close(out_fd)
+
+    tracker.started(proc.pid)
+    outcome: Outcome = "exited"
+    survivors = 0
+    try:
+        outcome = _wait(proc.pid, started, timeout, on_tick, stop)
+        if outcome != "exited":
+            _terminate(tracker, started, kill_grace, on_tick)
+        survivors = tracker.sweep()
+    finally:
+        # Reaping the leader last keeps its pid, and so the group and session ids, reserved
+        # until the sweep is over: no unrelated process can inherit them meanwhile.
+        exit_code = _reap(proc)
+    duration = time.monotonic() - started
+    return RecipeResult(outcome, exit_code, duration, output_path, read_tail(output_path),
+                        None, survivors)
+
+
+def _wait(
+    pid: int,
+    started: float,
+    timeout: float,
+    on_tick: Callable[[float], None] | None,
+    stop: threading.Event | None,
+) -> Outcome:
+    deadline = started + timeout
+    next_tick = started + 1.0
+    while True:
+        if _has_exited(pid):
+            return "exited"
+        now = time.monotonic()
+        if stop is not None and stop.is_set():
+            return "interrupted"
+        if now >= deadline:
+            return "timed_out"
+        if on_tick is not None and now >= next_tick:
+            on_tick(now - started)
+            next_tick += 1.0
+        time.sleep(min(_POLL, max(0.0, deadline - now)))
+
+
+def _terminate(
+    tracker: _Tracker, started: float, kill_grace: float, on_tick: Callable[[float], None] | None
+) -> None:
+    """SIGTERM to everything, wait up to the grace for it to go, then SIGKILL the group."""
+    tracker.signal_all(signal.SIGTERM)
+    grace_end = time.monotonic() + kill_grace
+    next_tick = time.monotonic() + 1.0
+    next_scan = 0.0
+    while time.monotonic() < grace_end:
+        now = time.monotonic()
+        if _has_exited(tracker.leader) and now >= next_scan:
+            if not tracker.live():
+                return
+            next_scan = now + tracker.scan_interval
+        if on_tick is not None and now >= next_tick:
+            on_tick(now - started)
+            next_tick += 1.0
+        time.sleep(min(_POLL, max(0.0, grace_end - now)))
+    tracker.kill_group()
+    end = time.monotonic() + 2.0
+    while not _has_exited(tracker.leader) and time.monotonic() < end:
+        time.sleep(0.01)
+
+
+def _has_exited(pid: int) -> bool:
+    """Whether the child has ended, without reaping it (its pid stays reserved)."""
+    try:
+        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True
+    return info is not None and info.si_pid == pid
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> int | None:
+    try:
+        return proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        # Only a process stuck in the kernel ignores SIGKILL this long; don't hang the job on it.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGKILL)
+        return None
+
+
+def read_tail(path: Path, max_lines: int = TAIL_LINES, max_bytes: int = TAIL_BYTES) -> str:
+    """The last lines of the output, within both limits, decoded with replacement characters."""
+    try:
+        with open(path, "rb") as fh:
+            size = fh.seek(0, os.SEEK_END)
+            start = max(0, size - max_bytes - 1)
+            fh.seek(start)
+            chunk = fh.read()
+    except OSError:
+        return ""
+    if chunk.endswith(b"\n"):
+        chunk = chunk[:-1]
+    elif start > 0:
+        chunk = chunk[1:]  # the spare byte was only read to tell whether output ends in a newline
+    if len(chunk) > max_bytes:
+        chunk = chunk[-max_bytes:]
+    if start > 0:
+        # Don't start with a fragment of a line (or of a character) when whole lines fit.
+        cut = chunk.find(b"\n")
+        if 0 <= cut < len(chunk) - 1:
+            chunk = chunk[cut + 1:]
+        else:
+            while chunk and 0x80 <= chunk[0] <= 0xBF:
+                chunk = chunk[1:]
+    lines = chunk.split(b"\n")[-max_lines:]
+    return "\n".join(line.decode("utf-8", errors="replace").rstrip("\r") for line in lines)
+
+
+_subreaper_lock = threading.Lock()
+_subreaper_done = False
+
+
+def _become_subreaper() -> None:
+    """Make orphaned descendants come to us instead of init (Linux only, once per process)."""
+    global _subreaper_done
+    with _subreaper_lock:
+        if _subreaper_done or not sys.platform.startswith("linux"):
+            return
+        _subreaper_done = True
+        try:
+            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+            libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        except OSError:
+            pass  # the token and session scan still find everything that has not double-forked
+
+
+@dataclass(frozen=True)
+class _Proc:
+    pid: int
+    ppid: int
+    pgid: int
+    sid: int
+    zombie: bool
+    start: int  # Linux: clock ticks since boot; elsewhere 0 (unknown)
+
+
+class _Tracker:
+    """Knows which processes belong to one recipe run and how to get rid of them."""
+
+    scan_interval = 0.1
+
+    def __init__(self, token: str, known_children: frozenset[int]) -> None:
+        self.token = token
+        self.known_children = known_children
+        self.me = os.getpid()
+        self.my_sid = os.getsid(0)
+        self.leader = -1
+        self.leader_start = 0
+        self._use_proc = _USE_PROC
+        if not self._use_proc:
+            self.scan_interval = 0.5
+
+    @classmethod
+    def before_start(cls, token: str) -> _Tracker:
+        me = os.getpid()
+        children = frozenset(p.pid for p in _scan_all() if p.ppid == me)
+        return cls(token, children)
+
+    def started(self, leader: int) -> None:
+        self.leader = leader
+        stat = _read_stat(leader)
+        self.leader_start = stat.start if stat is not None else 0
+
+    # --- finding -----------------------------------------------------------------------------
+
+    def members(self) -> list[_Proc]:
+        """Every process (live or zombie) of this run except the `just` leader itself."""
+        if not self._use_proc:
+            return self._members_ps()
+        marker = f"{TOKEN_VAR}={self.token}".encode()
+        found = []
+        for p in _scan_all():
+            if p.pid in (self.me, self.leader) or p.start < self.leader_start:
+                continue  # a descendant cannot be older than the recipe
+            if (p.sid == self.leader or p.pgid == self.leader
+                    or (p.ppid == self.me and p.pid not in self.known_children
+                        and p.sid != self.my_sid)
+                    or (not p.zombie and _has_marker(p.pid, marker))):
+                found.append(p)
+        return found
+
+    def _members_ps(self) -> list[_Proc]:
+        table = _ps_table()
+        ours = {p.pid for p in table if p.pgid == self.leader and p.pid != self.leader}
+        ours.add(self.leader)
+        grew = True
+        while grew:  # close over parent links: descendants that moved to another group
+            grew = False
+            for p in table:
+                if p.ppid in ours and p.pid not in ours and p.pid != self.me:
+                    ours.add(p.pid)
+                    grew = True
+        return [p for p in table if p.pid in ours and p.pid != self.leader]
+
+    def live(self) -> list[_Proc]:
+        return [p for p in self.members() if not p.zombie]
+
+    # --- killing -----------------------------------------------------------------------------
+
+    def kill_group(self, sig: int = signal.SIGKILL) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.leader, sig)
+
+    def signal_all(self, sig: int) -> None:
+        self.kill_group(sig)
+        for p in self.live():
+            if p.pgid != self.leader:
+                _send(p, sig)
+
+    def sweep(self) -> int:
+        """Kill every remaining process of the run and reap the zombies handed to us."""
+        # Whatever is still alive now was left behind (or escaped the group kill): count it.
+        killed = {p.pid for p in self.live()}
+        self.kill_group()
+        end = time.monotonic() + _SWEEP_BUDGET
+        while True:
+            members = self.members()
+            pending = False
+            for p in members:
+                if p.zombie:
+                    if p.ppid == self.me:
+                        _reap_pid(p.pid)
+                        pending = True
+                    elif self._is_member(p.ppid, members):
+                        pending = True  # its parent dies next; then it comes to us
+                else:
+                    if _send(p, signal.SIGKILL):
+                        killed.add(p.pid)
+                    pending = True
+            if not pending or time.monotonic() >= end:
+                return len(killed)
+            time.sleep(0.01)
+
+    @staticmethod
+    def _is_member(pid: int, members: list[_Proc]) -> bool:
+        return any(p.pid == pid and not p.zombie for p in members)
+
+
+def _send(p: _Proc, sig: int) -> bool:
+    """Signal a process found by a scan, unless its pid now belongs to someone else."""
+    if p.start and hasattr(os, "pidfd_open"):
+        try:
+            fd = os.pidfd_open(p.pid)
+        except (ProcessLookupError, OSError):
+            return False
+        try:
+            now = _read_stat(p.pid)
+            if now is None or now.start != p.start:
+                return False  # the pid was reused between the scan and now
+            signal.pidfd_send_signal(fd, sig)
+            return True
+        except (ProcessLookupError, PermissionError):
+            return False
+        finally:
+            os.close(fd)
+    try:
+        os.kill(p.pid, sig)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def _reap_pid(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _has_marker(pid: int, marker: bytes) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return False
+    return marker in data.split(b"\0")
+
+
+def _read_stat(pid: int) -> _Proc | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    # The command name may contain spaces and parentheses; the fields follow the last ')'.
+    fields = data[data.rindex(b")") + 2:].split()
+    return _Proc(pid=pid, ppid=int(fields[1]), pgid=int(fields[2]), sid=int(fields[3]),
+                 zombie=fields[0] in (b"Z", b"X"), start=int(fields[19]))
+
+
+def _scan_all() -> list[_Proc]:
+    if not _USE_PROC:
+        return _ps_table()
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            stat = _read_stat(int(name))
+            if stat is not None:
+                found.append(stat)
+    return found
+
+
+def _ps_table() -> list[_Proc]:
+    """One `ps` call for systems without /proc (macOS)."""
+    try:
+        done = subprocess.run(
+            ["ps", "-axo", "pid=,ppid=,pgid=,stat="], capture_output=True, timeout=10,
+            check=False, stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    table = []
+    for line in done.stdout.decode("ascii", errors="replace").splitlines():
+        parts = line.split()
+        if len(parts) >= 4 and parts[0].isdigit() and parts[1].isdigit() and parts[2].isdigit():
+            table.append(_Proc(pid=int(parts[0]), ppid=int(parts[1]), pgid=int(parts[2]),
+                               sid=-1, zombie=parts[3].startswith("Z"), start=0))
+    return table

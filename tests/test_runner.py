@@ -1,0 +1,307 @@
+"""The recipe runner: how `just` is started, what it sees, what comes back (real `just`)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+import pytest
+from runner_helpers import JUST, PYTHON, after, recipe, write_justfile
+
+from jobs.runner import (
+    TOKEN_VAR,
+    JustfileInvalid,
+    RecipeError,
+    RecipeResult,
+    find_justfile,
+    list_recipes,
+    read_tail,
+    run_recipe,
+)
+
+
+def run(
+    root: Path,
+    jf: Path,
+    name: str,
+    tmp_path: Path,
+    *,
+    timeout: float = 10,
+    kill_grace: float = 0.5,
+    just: str = JUST,
+    env: Mapping[str, str] | None = None,
+    on_tick: Callable[[float], None] | None = None,
+    stop: threading.Event | None = None,
+) -> RecipeResult:
+    return run_recipe(
+        root, jf, name, timeout=timeout, kill_grace=kill_grace, just=just, env=env,
+        on_tick=on_tick, stop=stop, output_path=tmp_path / "out" / f"{name}.log",
+    )
+
+
+# --- find_justfile ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["justfile", "Justfile", ".justfile"])
+def test_find_justfile_takes_each_accepted_name(tmp_path: Path, name: str) -> None:
+    jf = write_justfile(tmp_path / "repo", recipe("verify-a", "true"), name)
+    assert find_justfile(tmp_path / "repo") == jf
+
+
+def test_find_justfile_never_uses_a_parent_folders_file(tmp_path: Path) -> None:
+    write_justfile(tmp_path, recipe("verify-a", "true"))
+    (tmp_path / "repo").mkdir()
+    assert find_justfile(tmp_path / "repo") is None
+
+
+def test_a_directory_named_justfile_is_not_a_justfile(tmp_path: Path) -> None:
+    (tmp_path / "justfile").mkdir()
+    assert find_justfile(tmp_path) is None
+
+
+# --- list_recipes -------------------------------------------------------------------------------
+
+
+def test_list_recipes_names_recipes_aliases_private_and_module_recipes(tmp_path: Path) -> None:
+    jf = write_justfile(
+        tmp_path,
+        "mod tools\n"
+        "alias verify-short := verify-disk\n"
+        + recipe("verify-disk", "true")
+        + "[private]\n" + recipe("verify-hidden", "true")
+        + recipe("_helper", "true"),
+    )
+    (tmp_path / "tools.just").write_text(recipe("verify-inner", "true"))
+    names = list_recipes(jf, tmp_path, just=JUST)
+    assert names == {
+        "verify-disk", "verify-short", "verify-hidden", "_helper", "tools::verify-inner"
+    }
+    assert "verify-missing" not in names
+
+
+def test_list_recipes_does_not_run_backticks(tmp_path: Path) -> None:
+    flag = tmp_path / "ran"
+    jf = write_justfile(tmp_path, f"x := `touch {flag}`\n" + recipe("verify-a", "echo {{x}}"))
+    assert list_recipes(jf, tmp_path, just=JUST) == {"verify-a"}
+    assert not flag.exists()
+
+
+def test_a_broken_justfile_is_invalid_not_an_infrastructure_error(tmp_path: Path) -> None:
+    jf = write_justfile(tmp_path, "verify-a:\n  echo a\n   echo b\n")
+    with pytest.raises(JustfileInvalid) as caught:
+        list_recipes(jf, tmp_path, just=JUST)
+    assert "leading whitespace" in caught.value.message
+    assert not isinstance(caught.value, RecipeError)
+
+
+def test_list_recipes_ignores_just_variables_in_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = write_justfile(tmp_path / "other", recipe("verify-elsewhere", "true"))
+    jf = write_justfile(tmp_path / "repo", recipe("verify-here", "true"))
+    monkeypatch.setenv("JUST_JUSTFILE", str(other))
+    assert list_recipes(jf, tmp_path / "repo", just=JUST) == {"verify-here"}
+
+
+def test_list_recipes_without_just_is_a_recipe_error(tmp_path: Path) -> None:
+    jf = write_justfile(tmp_path, recipe("verify-a", "true"))
+    with pytest.raises(RecipeError, match="cannot start"):
+        list_recipes(jf, tmp_path, just=str(tmp_path / "no-such-just"))
+    not_exec = tmp_path / "just"
+    not_exec.write_text("#!/bin/sh\n")
+    with pytest.raises(RecipeError, match="cannot start"):
+        list_recipes(jf, tmp_path, just=str(not_exec))
+
+
+# --- run_recipe: results ------------------------------------------------------------------------
+
+
+def test_exit_codes_pass_through(tmp_path: Path) -> None:
+    jf = write_justfile(
+        tmp_path, recipe("verify-ok", "echo fine") + recipe("verify-three", "exit 3")
+    )
+    ok = run(tmp_path, jf, "verify-ok", tmp_path)
+    assert (ok.outcome, ok.exit_code, ok.error) == ("exited", 0, None)
+    assert ok.tail == "echo fine\nfine"  # just echoes the command line to stderr, same file
+    three = run(tmp_path, jf, "verify-three", tmp_path)
+    assert (three.outcome, three.exit_code) == ("exited", 3)
+    assert "exit code 3" in three.tail
+    assert three.output_path == tmp_path / "out" / "verify-three.log"
+    assert 0 < three.duration < 5
+
+
+def test_argv_working_directory_and_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    other = write_justfile(tmp_path / "other", recipe("verify-env", "echo WRONG-JUSTFILE"))
+    root = tmp_path / "repo"
+    jf = write_justfile(
+        root,
+        recipe(
+            "verify-env",
+            "@pwd",
+            "@echo GTP=$GIT_TERMINAL_PROMPT",
+            "@env | grep '^JUST_' || echo no-just-vars",
+            f"@echo token=${TOKEN_VAR}",
+            "@echo keep=$KEEP_ME",
+        ),
+    )
+    monkeypatch.setenv("JUST_JUSTFILE", str(other / "justfile"))
+    monkeypatch.setenv("JUST_WORKING_DIRECTORY", str(other))
+    monkeypatch.setenv("JUST_DOTENV_FILENAME", "nope.env")
+    monkeypatch.setenv("KEEP_ME", "kept")
+    monkeypatch.setenv("GIT_TERMINAL_PROMPT", "1")
+    res = run(root, jf, "verify-env", tmp_path)
+    lines = res.output_path.read_text().splitlines()
+    assert res.exit_code == 0
+    assert lines[0] == str(root)
+    assert lines[1:3] == ["GTP=0", "no-just-vars"]
+    assert lines[3].startswith("token=") and len(lines[3]) > len("token=") + 16
+    assert lines[4] == "keep=kept"
+
+
+def test_explicit_env_replaces_the_process_environment(tmp_path: Path) -> None:
+    jf = write_justfile(tmp_path, recipe("verify-env", "@echo a=$ONLY_HERE b=${HOME:-unset}"))
+    env = {"PATH": os.environ["PATH"], "ONLY_HERE": "yes", "JUST_JUSTFILE": "/nonexistent"}
+    res = run(tmp_path, jf, "verify-env", tmp_path, env=env)
+    assert res.exit_code == 0
+    assert res.output_path.read_text() == "a=yes b=unset\n"
+
+
+def test_stdin_is_dev_null(tmp_path: Path) -> None:
+    jf = write_justfile(
+        tmp_path, recipe("verify-stdin", "@readlink /proc/self/fd/0", "@cat", "@echo got-eof")
+    )
+    res = run(tmp_path, jf, "verify-stdin", tmp_path, timeout=5)
+    assert (res.outcome, res.exit_code) == ("exited", 0)
+    assert res.output_path.read_text() == "/dev/null\ngot-eof\n"
+    assert res.duration < 3
+
+
+def test_no_descriptor_of_ours_reaches_the_recipe(tmp_path: Path) -> None:
+    leaky = os.open(tmp_path / "leaky", os.O_RDWR | os.O_CREAT)  # inheritable on purpose
+    os.set_inheritable(leaky, True)
+    try:
+        jf = write_justfile(tmp_path, recipe("verify-fds", "@ls /proc/self/fd"))
+        res = run(tmp_path, jf, "verify-fds", tmp_path)
+    finally:
+        os.close(leaky)
+    fds = {int(x) for x in res.output_path.read_text().split()}
+    assert fds <= {0, 1, 2, 3}, fds  # 3 is ls's own handle on the directory it lists
+
+
+def test_non_utf8_output_is_kept_as_bytes(tmp_path: Path) -> None:
+    jf = write_justfile(tmp_path, recipe("verify-bytes", r"@printf 'ok \377\376 end\n'"))
+    res = run(tmp_path, jf, "verify-bytes", tmp_path)
+    assert res.output_path.read_bytes() == b"ok \xff\xfe end\n"
+    assert res.tail == "ok \ufffd\ufffd end"
+
+
+def test_big_output_goes_to_disk_and_the_tail_is_bounded(tmp_path: Path) -> None:
+    jf = write_justfile(tmp_path, recipe("verify-big", "@seq 1 400000"))
+    res = run(tmp_path, jf, "verify-big", tmp_path)
+    data = res.output_path.read_bytes()
+    assert data == "".join(f"{i}\n" for i in range(1, 400001)).encode()
+    assert len(data) > 2_000_000
+    assert res.tail.splitlines() == [str(i) for i in range(399981, 400001)]
+
+
+def test_tail_keeps_at_most_2048_bytes_of_long_lines(tmp_path: Path) -> None:
+    out = tmp_path / "o.log"
+    out.write_bytes(b"".join(bytes([65 + i]) * 300 + b"\n" for i in range(20)))
+    tail = read_tail(out)
+    lines = tail.splitlines()
+    assert len(tail.encode()) <= 2048
+    assert lines[-1] == "T" * 300
+    assert all(len(line) == 300 for line in lines)  # no fragment of a line at the top
+    assert len(lines) == 6
+
+    out.write_bytes(b"x" * 5000)  # one endless line: keep its end, not nothing
+    assert read_tail(out) == "x" * 2048
+
+    out.write_bytes("é".encode() * 3000)  # a cut through a character drops the fragment
+    assert set(read_tail(out)) == {"é"}
+
+    out.write_bytes(b"")
+    assert read_tail(out) == ""
+    assert read_tail(tmp_path / "missing") == ""
+
+
+def test_on_tick_reports_elapsed_about_every_second(tmp_path: Path) -> None:
+    jf = write_justfile(tmp_path, recipe("verify-slow", "sleep 2.3"))
+    ticks: list[float] = []
+    res = run(tmp_path, jf, "verify-slow", tmp_path, on_tick=ticks.append)
+    assert res.exit_code == 0
+    assert len(ticks) == 2
+    assert 0.9 < ticks[0] < 1.5 and 1.9 < ticks[1] < 2.5
+
+
+# --- run_recipe: could not start ----------------------------------------------------------------
+
+
+def test_just_not_on_path_is_an_error_not_an_exit(tmp_path: Path) -> None:
+    (tmp_path / "empty-bin").mkdir()
+    jf = write_justfile(tmp_path, recipe("verify-a", "true"))
+    res = run(tmp_path, jf, "verify-a", tmp_path, just="just",
+              env={"PATH": str(tmp_path / "empty-bin")})
+    assert (res.outcome, res.exit_code) == ("error", None)
+    assert res.error is not None and "No such file" in res.error and "just" in res.error
+
+
+def test_just_not_executable_is_an_error(tmp_path: Path) -> None:
+    fake = tmp_path / "just"
+    fake.write_text("#!/bin/sh\nexit 0\n")
+    fake.chmod(stat.S_IRUSR | stat.S_IWUSR)
+    jf = write_justfile(tmp_path, recipe("verify-a", "true"))
+    res = run(tmp_path, jf, "verify-a", tmp_path, just=str(fake))
+    assert (res.outcome, res.exit_code) == ("error", None)
+    assert res.error is not None and "Permission denied" in res.error
+
+
+def test_unwritable_output_file_is_an_error_and_nothing_runs(tmp_path: Path) -> None:
+    flag = tmp_path / "ran"
+    jf = write_justfile(tmp_path, recipe("verify-a", f"touch {flag}"))
+    (tmp_path / "blocker").write_text("a file where a folder should be")
+    res = run_recipe(tmp_path, jf, "verify-a", timeout=5, kill_grace=0.5, just=JUST,
+                     output_path=tmp_path / "blocker" / "out.log")
+    assert (res.outcome, res.exit_code) == ("error", None)
+    assert res.error is not None and "cannot write output file" in res.error
+    time.sleep(0.1)
+    assert not flag.exists()
+
+
+def test_output_parent_folders_are_created(tmp_path: Path) -> None:
+    jf = write_justfile(tmp_path, recipe("verify-a", "@echo hi"))
+    out = tmp_path / "state" / "runs" / "2026-11-30" / "a.log"
+    res = run_recipe(
+        tmp_path, jf, "verify-a", timeout=5, kill_grace=0.5, just=JUST, output_path=out
+    )
+    assert res.exit_code == 0 and out.read_text() == "hi\n"
+
+
+# --- run_recipe: timeout and stop ---------------------------------------------------------------
+
+
+def test_timeout_gives_timed_out_and_the_partial_output(tmp_path: Path) -> None:
+    jf = write_justfile(tmp_path, recipe("verify-hang", "@echo started", "sleep 30"))
+    res = run(tmp_path, jf, "verify-hang", tmp_path, timeout=1, kill_grace=0.5)
+    assert res.outcome == "timed_out"
+    assert res.exit_code is not None and res.exit_code != 0
+    assert 1.0 <= res.duration < 2.5
+    assert res.tail.startswith("started")
+
+
+def test_stop_event_interrupts_within_the_grace(tmp_path: Path) -> None:
+    jf = write_justfile(
+        tmp_path, recipe("verify-hang", f"{PYTHON} -c 'import time; time.sleep(30)'")
+    )
+    stop = threading.Event()
+    after(0.5, stop.set)
+    started = time.monotonic()
+    res = run(tmp_path, jf, "verify-hang", tmp_path, timeout=60, kill_grace=0.5, stop=stop)
+    assert res.outcome == "interrupted"
+    assert time.monotonic() - started < 0.5 + 0.5 + 1
