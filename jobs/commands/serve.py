@@ -1,0 +1,17 @@
+"""`loop-verify serve`: the daily verification, scheduled in-process."""
+
+from __future__ import annotations
+
+import argparse
+
+from jobs.config import load_config
+from jobs.logs import configure_logging
+from jobs.scheduler import serve
+
+
+def main(args: argparse.Namespace) -> int:
+    """Exit 0 after a clean stop (SIGTERM/SIGINT), 2 on a bad configuration, 3 when another
+    `serve` already holds the state directory."""
+    config = load_config(args.config)
+    configure_logging(config.log_file)
+    return serve(config)

@@ -1,0 +1,323 @@
+"""`loop-verify serve`: the daily verification run in-process by APScheduler 3.11.
+
+Why it is built the way it is (each point is a trap APScheduler 3.x sets for a daily job):
+
+* The job store is persistent (SQLite in `state_dir`), so the next run time survives a restart and a
+  run missed while the process was down is still known at start-up.
+* The scheduler starts *paused*; the job is looked up by its fixed id and only added when missing.
+  Re-adding it with `replace_existing=True` would recompute the next run time from "now" and
+  silently forget the missed run. A changed schedule or zone is applied with the same care: a run
+  that is already overdue keeps its time, so it still runs.
+* `misfire_grace_time` is 12 hours (APScheduler's default of one second drops any run that starts
+  late), `coalesce` turns several missed days into one run, `max_instances=1` forbids overlap. A
+  run more than 12 hours late is skipped by APScheduler; we log it as `scheduler.missed`.
+* APScheduler's loop processes due jobs once more after `shutdown()`, even when the scheduler was
+  paused, which submits an overdue run to a dead executor and moves its time to tomorrow. The
+  subclass below refuses to process jobs once stopped, so stopping never consumes a run.
+* Its loop waits on a monotonic clock that does not advance while the machine sleeps; the main
+  thread nudges it once a minute so a run due during sleep starts soon after wake.
+* Job stores must never be shared between schedulers, so one `serve` per state directory holds an
+  exclusive lock for its whole life.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, tzinfo
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import sqlalchemy as sa
+from apscheduler.events import (
+    EVENT_JOB_ERROR,
+    EVENT_JOB_EXECUTED,
+    EVENT_JOB_MISSED,
+    JobExecutionEvent,
+)
+from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
+from apscheduler.schedulers.background import BackgroundScheduler
+from apscheduler.schedulers.base import STATE_STOPPED
+from apscheduler.triggers.cron import CronTrigger
+
+from jobs.config import Config, load_config
+from jobs.errors import EXIT_UNCHECKED, LoopError
+from jobs.fsutil import LockBusy, exclusive_lock
+from jobs.logs import get_logger
+
+JOB_ID = "loop-verify-daily"
+JOB_NAME = "loop-verify daily verification"
+MISFIRE_GRACE_SECONDS = 12 * 3600
+SCHEDULER_DB = "scheduler.db"
+SERVE_LOCK = "serve.lock"
+# How often the main thread wakes the scheduler loop so time lost in sleep is noticed.
+WAKE_INTERVAL = 60.0
+
+EXIT_SERVE_BUSY = EXIT_UNCHECKED
+
+# Set by the signal handler; the verification run sees it and stops its recipe (the whole process
+# tree), records the attempt as interrupted and edits no task.
+STOP = threading.Event()
+
+JobFunc = Callable[..., Any]
+
+_log = get_logger("loop-jobs.scheduler")
+
+
+class ServeBusy(LoopError):
+    """Another `loop-verify serve` holds this state directory."""
+
+
+def schedule_zone(config: Config) -> tzinfo:
+    """The zone the cron trigger fires in.
+
+    Without `timezone:` the configuration's zone is a fixed UTC offset taken at load time; a daemon
+    that lives across a DST change needs the machine's real zone instead.
+    """
+    if config.timezone_name is not None:
+        return config.timezone
+    from tzlocal import get_localzone
+
+    return get_localzone()
+
+
+def daily_trigger(config: Config) -> CronTrigger:
+    hour, minute = config.schedule
+    return CronTrigger(hour=hour, minute=minute, timezone=schedule_zone(config))
+
+
+def scheduler_db_path(state_dir: Path) -> Path:
+    return state_dir / SCHEDULER_DB
+
+
+def _engine(state_dir: Path) -> sa.Engine:
+    # URL.create keeps a state_dir with spaces, '%' or '?' in it intact.
+    return sa.create_engine(sa.engine.URL.create(
+        "sqlite", database=str(scheduler_db_path(state_dir))))
+
+
+class _Scheduler(BackgroundScheduler):  # type: ignore[misc]
+    """A BackgroundScheduler that never processes jobs after it has been shut down."""
+
+    def _process_jobs(self) -> float | None:
+        # Checked under the job store lock that shutdown() also takes, so the two cannot interleave.
+        with self._jobstores_lock:
+            if self.state == STATE_STOPPED:
+                return None
+            result: float | None = super()._process_jobs()
+            return result
+
+
+def build_scheduler(config: Config) -> _Scheduler:
+    """A scheduler on the persistent job store in `config.state_dir`; not started."""
+    config.state_dir.mkdir(parents=True, exist_ok=True)
+    return _Scheduler(
+        jobstores={"default": SQLAlchemyJobStore(engine=_engine(config.state_dir))},
+        executors={"default": ThreadPoolExecutor(max_workers=1)},
+        job_defaults={"misfire_grace_time": MISFIRE_GRACE_SECONDS, "coalesce": True,
+                      "max_instances": 1},
+        timezone=schedule_zone(config),
+    )
+
+
+def _trigger_key(trigger: Any) -> tuple[str, str]:
+    return str(trigger), str(getattr(trigger, "timezone", ""))
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.astimezone(UTC).isoformat()
+
+
+def ensure_job(scheduler: _Scheduler, trigger: CronTrigger, job: JobFunc,
+               kwargs: dict[str, Any], *, now: datetime | None = None) -> datetime | None:
+    """Make the stored daily job match the configuration without losing a missed run.
+
+    Call on a scheduler started paused. Returns the job's next run time (which is in the past when
+    a missed run is waiting).
+    """
+    now = now or datetime.now(UTC)
+    options: dict[str, Any] = {"misfire_grace_time": MISFIRE_GRACE_SECONDS, "coalesce": True,
+                               "max_instances": 1, "name": JOB_NAME}
+    stored = scheduler.get_job(JOB_ID)
+    if stored is None:
+        added = scheduler.add_job(job, trigger, id=JOB_ID, kwargs=kwargs, **options)
+        _log.info("scheduler.job_added", job_id=JOB_ID, trigger=str(trigger),
+                  timezone=str(trigger.timezone))
+        # Before start() the job is pending and has no next run time yet; compute it as APScheduler
+        # will.
+        when: datetime | None = getattr(added, "next_run_time", None)
+        return when or trigger.get_next_fire_time(None, now)
+    changes: dict[str, Any] = {"func": job, "kwargs": kwargs, **options}
+    next_run: datetime | None = stored.next_run_time
+    if _trigger_key(stored.trigger) != _trigger_key(trigger) or next_run is None:
+        overdue = next_run is not None and next_run <= now
+        new_next = next_run if overdue else trigger.get_next_fire_time(None, now)
+        changes.update(trigger=trigger, next_run_time=new_next)
+        _log.info("scheduler.rescheduled", job_id=JOB_ID,
+                  old_trigger=str(stored.trigger), old_timezone=str(stored.trigger.timezone),
+                  new_trigger=str(trigger), new_timezone=str(trigger.timezone),
+                  next_run_time=_iso(new_next), kept_overdue_run=overdue)
+        next_run = new_next
+    scheduler.modify_job(JOB_ID, **changes)
+    return next_run
+
+
+def run_daily_verification(config_path: str | None = None) -> int:
+    """The scheduled job: reload the configuration and run every due verification once.
+
+    Stored in the job store by reference, so it must stay a module-level function with picklable
+    arguments. The configuration is read afresh each morning so edits apply without a restart.
+    """
+    try:
+        config = load_config(config_path)
+    except LoopError as exc:
+        _log.error("scheduler.run_error", error=exc.message, config=config_path)
+        return exc.exit_code
+    from jobs.verify import run_once
+
+    _log.info("scheduler.run_started", config=config_path)
+    try:
+        summary = run_once(config, stop=STOP, printer=lambda line: print(line, flush=True))
+    except LoopError as exc:
+        _log.error("scheduler.run_error", error=exc.message, config=config_path)
+        return exc.exit_code
+    exit_code: int = summary.exit_code
+    return exit_code
+
+
+def _on_event(trigger: CronTrigger) -> Callable[[JobExecutionEvent], None]:
+    # Runs in the executor thread, possibly while shutdown() holds the job store lock: compute the
+    # next run time from the trigger instead of asking the scheduler.
+    def listener(event: JobExecutionEvent) -> None:
+        if event.job_id != JOB_ID:
+            return
+        now = datetime.now(UTC)
+        scheduled = event.scheduled_run_time
+        if event.code == EVENT_JOB_MISSED:
+            _log.warning("scheduler.missed", job_id=JOB_ID, scheduled_run_time=_iso(scheduled),
+                         late_by_seconds=round((now - scheduled).total_seconds(), 1),
+                         misfire_grace_seconds=MISFIRE_GRACE_SECONDS)
+        elif event.code == EVENT_JOB_ERROR:
+            _log.error("scheduler.run_failed", job_id=JOB_ID, scheduled_run_time=_iso(scheduled),
+                       error=repr(event.exception))
+        else:
+            _log.info("scheduler.run_finished", job_id=JOB_ID,
+                      scheduled_run_time=_iso(scheduled), exit_code=event.retval)
+        if not STOP.is_set():
+            _log.info("scheduler.next_run", job_id=JOB_ID,
+                      next_run_time=_iso(trigger.get_next_fire_time(None, now)))
+
+    return listener
+
+
+@contextmanager
+def serve_lock(state_dir: Path) -> Iterator[None]:
+    """One scheduler per job store: a second `serve` on the same state directory is refused."""
+    path = state_dir / SERVE_LOCK
+    try:
+        with exclusive_lock(path):
+            yield
+    except LockBusy:
+        holder = ""
+        try:
+            pid = path.read_text(encoding="utf-8").strip()
+            holder = f" (pid {pid})" if pid else ""
+        except OSError:
+            pass
+        raise ServeBusy(f"another `loop-verify serve` is already running for {state_dir}{holder};"
+                        " stop it first", EXIT_SERVE_BUSY) from None
+
+
+def serve(config: Config, *, job: JobFunc = run_daily_verification,
+          trigger: CronTrigger | None = None, stop: threading.Event = STOP,
+          install_signal_handlers: bool = True,
+          on_ready: Callable[[datetime | None], None] | None = None) -> int:
+    """Run the daily job until SIGTERM/SIGINT (or until `stop` is set); return the exit code.
+
+    `job` and `trigger` are injectable so tests can drive the scheduler with a job that records its
+    calls and a trigger a few seconds ahead; the command line always uses the defaults.
+    """
+    trigger = trigger or daily_trigger(config)
+    config_path = str(config.source.resolve()) if config.source is not None else None
+    with serve_lock(config.state_dir):
+        stop.clear()
+        previous = _install_handlers(stop) if install_signal_handlers else {}
+        try:
+            return _serve_locked(config, trigger, job, {"config_path": config_path}, stop,
+                                 on_ready)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+
+def _serve_locked(config: Config, trigger: CronTrigger, job: JobFunc, kwargs: dict[str, Any],
+                  stop: threading.Event,
+                  on_ready: Callable[[datetime | None], None] | None) -> int:
+    scheduler = build_scheduler(config)
+    scheduler.add_listener(_on_event(trigger),
+                           EVENT_JOB_EXECUTED | EVENT_JOB_ERROR | EVENT_JOB_MISSED)
+    scheduler.start(paused=True)
+    try:
+        now = datetime.now(UTC)
+        next_run = ensure_job(scheduler, trigger, job, kwargs, now=now)
+        _log.info("scheduler.started", job_id=JOB_ID, schedule=config.schedule_text,
+                  timezone=str(trigger.timezone), state_dir=str(config.state_dir))
+        if next_run is not None and next_run <= now:
+            late = (now - next_run).total_seconds()
+            _log.info("scheduler.catch_up", job_id=JOB_ID, scheduled_run_time=_iso(next_run),
+                      late_by_seconds=round(late, 1),
+                      will_run=late <= MISFIRE_GRACE_SECONDS)
+        _log.info("scheduler.next_run", job_id=JOB_ID, next_run_time=_iso(next_run))
+        print(f"loop-verify serve: daily at {config.schedule_text} ({trigger.timezone}); "
+              f"next run {_iso(next_run)}", flush=True)
+        if on_ready is not None:
+            on_ready(next_run)
+        if not stop.is_set():
+            scheduler.resume()
+        while not stop.wait(WAKE_INTERVAL):
+            scheduler.wakeup()
+        _log.info("scheduler.stopping", job_id=JOB_ID)
+    finally:
+        # Waits for a running verification, which has seen `stop` and is winding down.
+        scheduler.shutdown(wait=True)
+    _log.info("scheduler.stopped", job_id=JOB_ID)
+    print("loop-verify serve: stopped", flush=True)
+    return 0
+
+
+def _install_handlers(stop: threading.Event) -> dict[int, Any]:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        if not stop.is_set():
+            print(f"loop-verify serve: {signal.Signals(signum).name}, stopping", file=sys.stderr,
+                  flush=True)
+        stop.set()
+
+    previous: dict[int, Any] = {}
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        previous[signum] = signal.signal(signum, handler)
+    return previous
+
+
+def stored_next_run(state_dir: Path) -> datetime | None:
+    """The next run time recorded in the job store, read without starting a scheduler."""
+    db = scheduler_db_path(state_dir)
+    if not db.exists():
+        return None
+    engine = _engine(state_dir)
+    try:
+        with engine.connect() as conn:
+            row = conn.execute(sa.text(
+                "SELECT next_run_time FROM apscheduler_jobs WHERE id = :id"), {"id": JOB_ID}
+            ).first()
+    except sa.exc.SQLAlchemyError:
+        return None
+    finally:
+        engine.dispose()
+    if row is None or row[0] is None:
+        return None
+    return datetime.fromtimestamp(float(row[0]), UTC)

@@ -1,0 +1,142 @@
+"""The APScheduler daemon: runs on time, catches up a missed run exactly once, skips a stale one."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from apscheduler.triggers.cron import CronTrigger
+from scheduler_helpers import (
+    InProcessServe,
+    log_events,
+    record_run,
+    runs,
+    seed_store,
+    wait_for,
+    write_config,
+)
+
+from jobs.config import Config
+from jobs.logs import configure_logging
+from jobs.scheduler import (
+    JOB_ID,
+    MISFIRE_GRACE_SECONDS,
+    ServeBusy,
+    build_scheduler,
+    daily_trigger,
+    serve,
+    serve_lock,
+    stored_next_run,
+)
+
+
+@pytest.fixture
+def config(tmp_path: Path) -> Config:
+    cfg = write_config(tmp_path / "cfg dir", schedule="07:30", timezone="Europe/London")
+    configure_logging(cfg.log_file, console=False)
+    yield cfg
+    logging.getLogger().handlers.clear()
+
+
+def test_job_fires_at_its_scheduled_time(config: Config) -> None:
+    fire_at = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0) \
+        + timedelta(seconds=1)
+    local = fire_at.astimezone(config.timezone)
+    trigger = CronTrigger(hour=local.hour, minute=local.minute, second=local.second,
+                          timezone=config.timezone)
+    with InProcessServe(config, job=record_run, trigger=trigger) as daemon:
+        assert daemon.next_run == fire_at
+        assert runs(config) == []
+        assert wait_for(lambda: len(runs(config)) == 1, timeout=8)
+        ran = runs(config)[0]
+        assert fire_at <= ran < fire_at + timedelta(seconds=2)
+        assert wait_for(lambda: len(log_events(config.log_file, "scheduler.run_finished")) == 1)
+    nexts = log_events(config.log_file, "scheduler.next_run")
+    # Logged at start-up and again after the run, then the next day's time.
+    assert [datetime.fromisoformat(e["next_run_time"]) for e in nexts] == \
+        [fire_at, fire_at + timedelta(days=1)]
+    assert daemon.result == [0]
+
+
+def test_missed_run_is_caught_up_exactly_once(config: Config) -> None:
+    missed = datetime.now(UTC) - timedelta(hours=3)
+    seed_store(config, missed)
+    # Starting and stopping a paused scheduler on the store must not consume the missed run.
+    assert stored_next_run(config.state_dir) == missed.replace(microsecond=missed.microsecond)
+    assert runs(config) == []
+
+    with InProcessServe(config, job=record_run) as daemon:
+        assert daemon.next_run == missed
+        assert wait_for(lambda: len(runs(config)) == 1, timeout=5)
+        assert wait_for(lambda: len(log_events(config.log_file, "scheduler.run_finished")) == 1)
+    tomorrow = daily_trigger(config).get_next_fire_time(None, datetime.now(UTC))
+    assert stored_next_run(config.state_dir) == tomorrow
+    catch_up = log_events(config.log_file, "scheduler.catch_up")
+    assert len(catch_up) == 1 and catch_up[0]["will_run"] is True
+
+    # A restart after the catch-up finds nothing overdue: not twice.
+    with InProcessServe(config, job=record_run) as daemon:
+        assert daemon.next_run == tomorrow
+    assert len(runs(config)) == 1
+    assert log_events(config.log_file, "scheduler.missed") == []
+
+
+def test_run_more_than_12_hours_late_is_skipped_and_logged(config: Config) -> None:
+    missed = datetime.now(UTC) - timedelta(seconds=MISFIRE_GRACE_SECONDS + 3600)
+    seed_store(config, missed)
+    with InProcessServe(config, job=record_run):
+        assert wait_for(lambda: bool(log_events(config.log_file, "scheduler.missed")), timeout=5)
+    assert runs(config) == []
+    [entry] = log_events(config.log_file, "scheduler.missed")
+    assert datetime.fromisoformat(entry["scheduled_run_time"]) == missed
+    assert entry["late_by_seconds"] > MISFIRE_GRACE_SECONDS
+    assert stored_next_run(config.state_dir) == \
+        daily_trigger(config).get_next_fire_time(None, datetime.now(UTC))
+
+
+def test_changed_schedule_reschedules_and_is_logged(config: Config, tmp_path: Path) -> None:
+    seed_store(config, daily_trigger(config).get_next_fire_time(None, datetime.now(UTC)))
+    changed = write_config(tmp_path / "cfg dir", schedule="09:15", timezone="America/New_York")
+    with InProcessServe(changed, job=record_run) as daemon:
+        expected = daily_trigger(changed).get_next_fire_time(None, datetime.now(UTC))
+        assert daemon.next_run == expected
+    [entry] = log_events(config.log_file, "scheduler.rescheduled")
+    assert entry["new_trigger"] == "cron[hour='9', minute='15']"
+    assert entry["new_timezone"] == "America/New_York"
+    assert entry["old_timezone"] == "Europe/London"
+    assert stored_next_run(config.state_dir) == expected
+    assert runs(changed) == []
+
+
+def test_changed_schedule_keeps_an_overdue_run(config: Config, tmp_path: Path) -> None:
+    missed = datetime.now(UTC) - timedelta(hours=1)
+    seed_store(config, missed)
+    changed = write_config(tmp_path / "cfg dir", schedule="09:15", timezone="Europe/London")
+    with InProcessServe(changed, job=record_run) as daemon:
+        assert daemon.next_run == missed
+        assert wait_for(lambda: len(runs(changed)) == 1, timeout=5)
+    [entry] = log_events(config.log_file, "scheduler.rescheduled")
+    assert entry["kept_overdue_run"] is True
+
+
+def test_second_serve_on_the_same_state_dir_is_refused(config: Config) -> None:
+    with serve_lock(config.state_dir):
+        with pytest.raises(ServeBusy) as info:
+            serve(config, job=record_run, install_signal_handlers=False)
+    assert info.value.exit_code == 3
+    assert "already running" in info.value.message and str(config.state_dir) in info.value.message
+    # Nothing was scheduled by the refused process.
+    assert stored_next_run(config.state_dir) is None
+
+
+def test_stopping_a_paused_scheduler_does_not_touch_the_store(config: Config) -> None:
+    missed = datetime.now(UTC) - timedelta(hours=2)
+    seed_store(config, missed)
+    scheduler = build_scheduler(config)
+    scheduler.start(paused=True)
+    assert scheduler.get_job(JOB_ID).next_run_time == missed
+    scheduler.shutdown(wait=True)
+    assert stored_next_run(config.state_dir) == missed
+    assert runs(config) == []
