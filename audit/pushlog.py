@@ -83,8 +83,15 @@ def _parse_line(path: Path, number: int, raw: bytes) -> PushEntry:
 
 def append_push(run_dir: Path, entry: dict[str, str]) -> None:
     """Append one entry as one line, under the run lock, and make it durable before returning."""
-    line = (json.dumps(entry, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-            + "\n").encode("utf-8")
+    append_pushes(run_dir, [entry])
+
+
+def append_pushes(run_dir: Path, entries: list[dict[str, str]]) -> None:
+    """Append entries (one line each) in one write under the run lock, then fsync."""
+    line = "".join(json.dumps(e, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+                   + "\n" for e in entries).encode("utf-8")
+    if not line:
+        return
     with run_lock(run_dir):
         path = run_dir / PUSH_LOG
         created = not path.exists()

@@ -297,3 +297,32 @@ def _check_part(where: str, part: Any, fields: Mapping[str, type]) -> str | None
         if not isinstance(part.get(name), kind):
             return f"{where}.{name} missing or not a{'n object' if kind is dict else ' list'}"
     return None
+
+
+def require_repository(path: str) -> Path:
+    """A REPO argument must be an existing git repository: a typo must not snapshot nothing."""
+    from jobs.errors import UsageError
+
+    repo = Path(path)
+    if not repo.is_dir():
+        raise UsageError(f"{path}: no such directory")
+    try:
+        run_git(repo, "rev-parse", "--git-dir", timeout=30)
+    except GitFailed as exc:
+        raise UsageError(f"{path}: not a git repository ({exc})") from None
+    return Path(repo_key(repo))
+
+
+def summarize(snap: Mapping[str, Any]) -> str:
+    """One line per repository: how much the snapshot holds."""
+    lines = []
+    for repo, entry in sorted(snap.get("repos", {}).items()):
+        remotes = entry.get("remotes", {})
+        refs = sum(len(p.get("refs", {})) for p in remotes.values())
+        tags = len([t for t in entry.get("tags", {}).get("tags", {}) if not t.endswith("^{}")])
+        rel = entry.get("releases", {})
+        releases = (rel.get("note") or f"{len(rel.get('releases', []))} releases"
+                    if rel.get("available") else "releases unavailable")
+        lines.append(f"{repo}: {len(remotes)} remotes, {refs} remote refs, {tags} local tags, "
+                     f"{releases}")
+    return "\n".join(lines)
