@@ -1,0 +1,546 @@
+"""The macOS LaunchAgent and the Linux systemd user timer: generation, install, removal, status.
+
+Both run `loop-verify run --config <file>` once a day at `schedule`. The files are generated from
+the templates in `launchagents/`; generation is pure (paths and times in, text out) so tests can
+check it exactly, and every command that touches the system (`launchctl`, `systemctl`) is run only
+where it can work, otherwise printed for the user to run.
+"""
+
+from __future__ import annotations
+
+import os
+import plistlib
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, time, timedelta, tzinfo
+from pathlib import Path
+from typing import Any
+
+from jobs.config import Config
+from jobs.errors import EXIT_FAILED, LoopError, UsageError
+from jobs.fsutil import atomic_write
+
+LABEL = "dev.loop-jobs.verify"
+PLIST_NAME = f"{LABEL}.plist"
+SERVICE_NAME = "loop-verify.service"
+TIMER_NAME = "loop-verify.timer"
+PROGRAM_NAME = "loop-verify"
+# Where a Mac's Homebrew puts `just` and `git` (Apple Silicon, Intel), then the system's own.
+STANDARD_PATH = ("/opt/homebrew/bin", "/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin")
+# launchd/systemd must wait longer than loop-verify's own SIGTERM → SIGKILL grace for the recipe.
+STOP_MARGIN = 30
+
+Output = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of `loop-verify doctor`: what was checked, whether it is fine, and how to fix it."""
+
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+
+
+@dataclass(frozen=True)
+class Target:
+    """Everything the generated files point at; all absolute."""
+
+    program: Path
+    config: Path
+    log_dir: Path
+    working_dir: Path
+    path_env: str
+
+
+# -- locating things ---------------------------------------------------------------------------
+
+
+def templates_dir() -> Path:
+    """`launchagents/` beside the `jobs` package (the project root of a source or editable
+    install)."""
+    path = Path(__file__).resolve().parent.parent / "launchagents"
+    if not (path / PLIST_NAME).is_file():
+        raise LoopError(f"templates not found: {path} (reinstall loop-jobs from its source tree)")
+    return path
+
+
+def launchagent_path(home: Path | None = None) -> Path:
+    return (home or Path.home()) / "Library" / "LaunchAgents" / PLIST_NAME
+
+
+def systemd_user_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "systemd" / "user"
+
+
+def find_program() -> Path:
+    """The installed `loop-verify` that launchd/systemd should start, as an absolute path.
+
+    The running script when it is `loop-verify`, else the one beside this interpreter (a venv's
+    bin), else the one on PATH. Symlinks are kept: a pipx link survives an upgrade, its target may
+    not.
+    """
+    argv0 = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if argv0 is not None and argv0.name == PROGRAM_NAME and argv0.is_file():
+        return Path(os.path.abspath(argv0))
+    beside = Path(os.path.abspath(sys.executable)).parent / PROGRAM_NAME
+    if beside.is_file():
+        return beside
+    found = shutil.which(PROGRAM_NAME)
+    if found:
+        return Path(os.path.abspath(found))
+    raise LoopError(f"cannot find the installed `{PROGRAM_NAME}` program "
+                    "(install loop-jobs, e.g. `pipx install .`, then retry)")
+
+
+def agent_path_env(path: str | None = None) -> str:
+    """An explicit PATH for the agent: the folders of the `just` and `git` found now, then the
+    usual places. launchd and systemd start jobs with a bare PATH that finds neither."""
+    dirs: list[str] = []
+    for tool in ("just", "git"):
+        found = shutil.which(tool, path=path)
+        if found:
+            dirs.append(str(Path(os.path.abspath(found)).parent))
+    dirs.extend(STANDARD_PATH)
+    return ":".join(dict.fromkeys(dirs))
+
+
+def install_target(config: Config, *, program: Path | None = None,
+                   home: Path | None = None, path_env: str | None = None) -> Target:
+    if config.source is None:
+        raise UsageError("the scheduled job needs a configuration file: create "
+                         "~/.config/loop-jobs/config.yaml or pass --config FILE")
+    return Target(
+        program=Path(os.path.abspath(program or find_program())),
+        config=Path(os.path.abspath(config.source)),
+        log_dir=Path(os.path.abspath(config.log_file.parent)),
+        working_dir=home or Path.home(),
+        path_env=path_env if path_env is not None else agent_path_env(),
+    )
+
+
+# -- times -------------------------------------------------------------------------------------
+
+
+def next_fire_time(hour: int, minute: int, zone: tzinfo, now: datetime) -> datetime:
+    """The next moment strictly after `now` when the wall clock in `zone` reads hour:minute."""
+    local_now = now.astimezone(zone)
+    day = local_now.date()
+    for _ in range(3):
+        candidate = datetime.combine(day, time(hour, minute), tzinfo=zone)
+        if candidate > now:
+            return candidate
+        day += timedelta(days=1)
+    raise AssertionError("unreachable: a daily time always comes within two days")
+
+
+def _machine_zone() -> tzinfo:
+    from tzlocal import get_localzone
+
+    return get_localzone()
+
+
+def launchd_time(config: Config, *, now: datetime | None = None,
+                 machine_zone: tzinfo | None = None) -> tuple[int, int]:
+    """Hour and minute for StartCalendarInterval, which launchd reads in the Mac's local time.
+
+    With `timezone:` configured the schedule means that zone's wall clock, so it is converted at
+    the next occurrence; when the two zones change offset on different days, reinstall after the
+    change (doctor warns when the installed time no longer matches).
+    """
+    if config.timezone_name is None:
+        return config.schedule
+    now = now or datetime.now(UTC)
+    fire = next_fire_time(*config.schedule, config.timezone, now)
+    local = fire.astimezone(machine_zone or _machine_zone())
+    return local.hour, local.minute
+
+
+def on_calendar(config: Config) -> str:
+    """systemd's OnCalendar: daily at `schedule`, in the configured zone (else the machine's)."""
+    spec = f"*-*-* {config.schedule[0]:02d}:{config.schedule[1]:02d}:00"
+    return f"{spec} {config.timezone_name}" if config.timezone_name else spec
+
+
+# -- generation --------------------------------------------------------------------------------
+
+
+def _fill(value: Any, values: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        for key, text in values.items():
+            value = value.replace(f"@{key}@", text)
+        return value
+    if isinstance(value, list):
+        return [_fill(v, values) for v in value]
+    if isinstance(value, dict):
+        return {k: _fill(v, values) for k, v in value.items()}
+    return value
+
+
+_PLACEHOLDER = re.compile(r"@[A-Z_]+@")
+
+
+def _unfilled(text: str, what: str) -> None:
+    left = _PLACEHOLDER.findall(text)
+    if left:
+        raise LoopError(f"template {what} has unknown placeholders: {', '.join(sorted(set(left)))}")
+
+
+def launchagent_plist(config: Config, target: Target, *, hour_minute: tuple[int, int] | None = None,
+                      templates: Path | None = None) -> dict[str, Any]:
+    """The LaunchAgent as a plist dictionary, from the template."""
+    template = (templates or templates_dir()) / PLIST_NAME
+    with open(template, "rb") as fh:
+        plist: dict[str, Any] = plistlib.load(fh)
+    plist = _fill(plist, {
+        "PROGRAM": str(target.program), "CONFIG": str(target.config), "PATH": target.path_env,
+        "HOME": str(target.working_dir), "LOG_DIR": str(target.log_dir)})
+    hour, minute = hour_minute or launchd_time(config)
+    plist["StartCalendarInterval"] = {"Hour": hour, "Minute": minute}
+    plist["ExitTimeOut"] = int(config.kill_grace) + STOP_MARGIN
+    _unfilled(repr(plist), str(template))
+    return plist
+
+
+def render_plist(plist: Mapping[str, Any]) -> bytes:
+    return plistlib.dumps(dict(plist), fmt=plistlib.FMT_XML, sort_keys=False)
+
+
+def systemd_quote(arg: str) -> str:
+    """One ExecStart argument, double-quoted so spaces survive; `%` and `$` are escaped so
+    systemd expands neither specifiers nor variables in it."""
+    if "\n" in arg or "\r" in arg:
+        raise LoopError(f"cannot put a line break in a systemd unit: {arg!r}")
+    escaped = (arg.replace("\\", "\\\\").replace('"', '\\"')
+               .replace("%", "%%").replace("$", "$$"))
+    return f'"{escaped}"'
+
+
+def systemd_unquote(text: str) -> list[str]:
+    """Split an ExecStart line written by `systemd_quote` back into arguments."""
+    return [a.replace("%%", "%").replace("$$", "$") for a in shlex.split(text)]
+
+
+def _systemd_env(name: str, value: str) -> str:
+    # Environment= takes quoted assignments and expands specifiers, not variables.
+    if "\n" in value:
+        raise LoopError(f"cannot put a line break in a systemd unit: {value!r}")
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+    return f'"{name}={escaped}"'
+
+
+def systemd_units(config: Config, target: Target, *,
+                  templates: Path | None = None) -> dict[str, str]:
+    """The user service and timer, file name → text, from the templates."""
+    base = templates or templates_dir()
+    exec_start = " ".join(systemd_quote(a) for a in
+                          (str(target.program), "run", "--config", str(target.config)))
+    values = {
+        "WORKING_DIRECTORY": str(target.working_dir).replace("%", "%%"),
+        "ENVIRONMENT": _systemd_env("PATH", target.path_env),
+        "EXEC_START": exec_start,
+        "STOP_TIMEOUT": f"{int(config.kill_grace) + STOP_MARGIN}s",
+        "ON_CALENDAR": on_calendar(config),
+    }
+    units: dict[str, str] = {}
+    for name in (SERVICE_NAME, TIMER_NAME):
+        text = (base / name).read_text(encoding="utf-8")
+        for key, value in values.items():
+            text = text.replace(f"@{key}@", value)
+        _unfilled(text, str(base / name))
+        units[name] = text
+    return units
+
+
+def unit_settings(text: str) -> dict[str, str]:
+    """`Key=value` lines of a unit file (last one wins), ignoring sections and comments."""
+    settings: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith(("#", ";", "[")) or "=" not in line:
+            continue
+        key, _, value = line.partition("=")
+        settings[key.strip()] = value.strip()
+    return settings
+
+
+# -- running system commands -------------------------------------------------------------------
+
+
+def _run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
+    # Fixed argument vectors of launchctl/systemctl, never a shell.
+    return subprocess.run(list(argv), stdin=subprocess.DEVNULL,  # noqa: S603
+                          capture_output=True, text=True, check=False)
+
+
+def _show(argv: Sequence[str]) -> str:
+    return shlex.join(argv)
+
+
+def is_macos() -> bool:
+    return sys.platform == "darwin"
+
+
+def user_manager_running(env: Mapping[str, str] | None = None) -> bool:
+    """Whether a systemd user manager answers for this user: `systemctl --user` finds it through
+    $XDG_RUNTIME_DIR, so without that directory there is nobody to talk to."""
+    env = os.environ if env is None else env
+    runtime = env.get("XDG_RUNTIME_DIR")
+    if not runtime or not (Path(runtime) / "systemd").is_dir() or not shutil.which("systemctl"):
+        return False
+    try:
+        state = _run(["systemctl", "--user", "is-system-running"]).stdout.strip()
+    except OSError:
+        return False
+    return state in ("running", "degraded", "starting", "initializing")
+
+
+# -- install / uninstall -----------------------------------------------------------------------
+
+
+def _gui_domain() -> str:
+    return f"gui/{os.getuid()}"
+
+
+def install_launchagent(config: Config, *, print_only: bool = False, out: Output = print,
+                        target: Target | None = None) -> int:
+    target = target or install_target(config)
+    data = render_plist(launchagent_plist(config, target))
+    if print_only:
+        out(data.decode("utf-8").rstrip("\n"))
+        return 0
+    path = launchagent_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # launchd does not create the folder of StandardOutPath, and the job fails without it.
+    target.log_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, data, mode=0o644)
+    out(f"wrote {path}")
+    bootout = ["launchctl", "bootout", f"{_gui_domain()}/{LABEL}"]
+    bootstrap = ["launchctl", "bootstrap", _gui_domain(), str(path)]
+    if not is_macos():
+        out("not macOS: launchd is not here; on a Mac this would run:")
+        out(f"  {_show(bootout)}")
+        out(f"  {_show(bootstrap)}")
+        return 0
+    _run(bootout)  # not loaded yet is fine
+    done = _run(bootstrap)
+    if done.returncode != 0:
+        raise LoopError(f"{_show(bootstrap)} failed: {done.stderr.strip() or done.returncode}",
+                        EXIT_FAILED)
+    hour, minute = plistlib.loads(data)["StartCalendarInterval"].values()
+    out(f"loaded {LABEL}: runs daily at {hour:02d}:{minute:02d} (this Mac's local time)")
+    return 0
+
+
+def uninstall_launchagent(*, out: Output = print) -> int:
+    path = launchagent_path()
+    if is_macos():
+        _run(["launchctl", "bootout", f"{_gui_domain()}/{LABEL}"])  # not loaded is fine
+    elif path.exists():
+        out("not macOS: on a Mac this would first run:")
+        out(f"  {_show(['launchctl', 'bootout', f'{_gui_domain()}/{LABEL}'])}")
+    if not path.exists():
+        out(f"no LaunchAgent installed at {path}")
+        return 0
+    path.unlink()
+    out(f"removed {path}")
+    return 0
+
+
+def _systemctl(*args: str) -> list[str]:
+    return ["systemctl", "--user", *args]
+
+
+def install_systemd(config: Config, *, print_only: bool = False, out: Output = print,
+                    target: Target | None = None, env: Mapping[str, str] | None = None) -> int:
+    target = target or install_target(config)
+    units = systemd_units(config, target)
+    directory = systemd_user_dir(env)
+    if print_only:
+        for name, text in units.items():
+            out(f"# {directory / name}")
+            out(text.rstrip("\n"))
+        return 0
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, text in units.items():
+        atomic_write(directory / name, text.encode("utf-8"), mode=0o644)
+        out(f"wrote {directory / name}")
+    commands = [_systemctl("daemon-reload"), _systemctl("enable", "--now", TIMER_NAME)]
+    if not user_manager_running(env):
+        out("no systemd user manager is running for this session; to enable the timer run:")
+        for argv in commands:
+            out(f"  {_show(argv)}")
+        out("  loginctl enable-linger \"$USER\"   # only if it must run while you are logged out")
+        return 0
+    for argv in commands:
+        done = _run(argv)
+        if done.returncode != 0:
+            raise LoopError(f"{_show(argv)} failed: {done.stderr.strip() or done.returncode}",
+                            EXIT_FAILED)
+    out(f"enabled {TIMER_NAME}: {on_calendar(config)}")
+    return 0
+
+
+def uninstall_systemd(*, out: Output = print, env: Mapping[str, str] | None = None) -> int:
+    directory = systemd_user_dir(env)
+    paths = [directory / TIMER_NAME, directory / SERVICE_NAME]
+    manager = user_manager_running(env)
+    disable = _systemctl("disable", "--now", TIMER_NAME)
+    if manager:
+        _run(disable)  # already disabled is fine
+    present = [p for p in paths if p.exists()]
+    for path in present:
+        path.unlink()
+        out(f"removed {path}")
+    if not present:
+        out(f"no systemd units installed in {directory}")
+    reload = _systemctl("daemon-reload")
+    if manager:
+        _run(reload)
+    elif present:
+        out("no systemd user manager is running for this session; if one runs the timer, run:")
+        out(f"  {_show(disable)}")
+        out(f"  {_show(reload)}")
+    return 0
+
+
+# -- status for `doctor` -----------------------------------------------------------------------
+
+
+def _missing(paths: Mapping[str, Path | None]) -> list[str]:
+    return [f"{what} {path}" if path else f"{what} (not set)"
+            for what, path in paths.items() if path is None or not path.exists()]
+
+
+def _fmt(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M %Z").strip()
+
+
+def launchagent_check(config: Config, *, now: datetime | None = None) -> Check | None:
+    """The installed LaunchAgent, or None when there is none."""
+    path = launchagent_path()
+    if not path.exists():
+        return None
+    name = "scheduler: LaunchAgent"
+    try:
+        with open(path, "rb") as fh:
+            plist = plistlib.load(fh)
+        args = [str(a) for a in plist["ProgramArguments"]]
+        interval = plist["StartCalendarInterval"]
+        hour, minute = int(interval["Hour"]), int(interval["Minute"])
+    except Exception as exc:  # any damage to a hand-edited file is reported alike
+        return Check(name, False, f"{path} cannot be read: {exc}",
+                     "loop-verify install launchagent")
+    now = now or datetime.now(UTC)
+    zone = _machine_zone()
+    nxt = next_fire_time(hour, minute, zone, now)
+    config_arg = Path(args[args.index("--config") + 1]) if "--config" in args[:-1] else None
+    log_dir = Path(str(plist.get("StandardOutPath", ""))).parent \
+        if plist.get("StandardOutPath") else None
+    missing = _missing({"program": Path(args[0]) if args else None, "config": config_arg,
+                        "log directory": log_dir})
+    detail = f"{path}: next run {_fmt(nxt)}"
+    if missing:
+        return Check(name, False, f"{detail}; missing: {', '.join(missing)}",
+                     "loop-verify install launchagent")
+    if (hour, minute) != launchd_time(config, now=now, machine_zone=zone):
+        return Check(name, False, f"{detail}, but the configuration says {config.schedule_text}",
+                     "loop-verify install launchagent")
+    return Check(name, True, detail)
+
+
+def _systemd_next(env: Mapping[str, str] | None) -> datetime | None:
+    """The timer's next elapse as systemd itself reports it, when a user manager runs."""
+    if not user_manager_running(env):
+        return None
+    done = _run(_systemctl("show", TIMER_NAME, "-p", "NextElapseUSecRealtime", "--timestamp=unix"))
+    value = done.stdout.strip().partition("=")[2].lstrip("@")
+    try:
+        return datetime.fromtimestamp(float(value), UTC)
+    except ValueError:
+        return None
+
+
+def systemd_check(config: Config, *, now: datetime | None = None,
+                  env: Mapping[str, str] | None = None) -> Check | None:
+    """The installed systemd timer, or None when there is none."""
+    directory = systemd_user_dir(env)
+    service, timer = directory / SERVICE_NAME, directory / TIMER_NAME
+    if not service.exists() and not timer.exists():
+        return None
+    name = "scheduler: systemd timer"
+    fix = "loop-verify install systemd"
+    if not service.exists() or not timer.exists():
+        lost = service if not service.exists() else timer
+        return Check(name, False, f"{lost} is missing", fix)
+    try:
+        svc = unit_settings(service.read_text(encoding="utf-8"))
+        tmr = unit_settings(timer.read_text(encoding="utf-8"))
+        args = systemd_unquote(svc.get("ExecStart", ""))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        return Check(name, False, f"{directory}: cannot read the units: {exc}", fix)
+    now = now or datetime.now(UTC)
+    nxt = _systemd_next(env)
+    if nxt is None:
+        nxt = next_fire_time(*config.schedule, config.timezone, now)
+        when = f"next run {_fmt(nxt.astimezone(config.timezone))} (if the timer is enabled)"
+    else:
+        when = f"next run {_fmt(nxt.astimezone(config.timezone))}"
+    config_arg = Path(args[args.index("--config") + 1]) if "--config" in args[:-1] else None
+    missing = _missing({"program": Path(args[0]) if args else None, "config": config_arg,
+                        "log directory": config.log_file.parent})
+    detail = f"{timer}: {when}"
+    if missing:
+        return Check(name, False, f"{detail}; missing: {', '.join(missing)}", fix)
+    if tmr.get("OnCalendar") != on_calendar(config):
+        return Check(name, False, f"{detail}, but OnCalendar={tmr.get('OnCalendar')} does not "
+                     f"match the configuration ({on_calendar(config)})", fix)
+    return Check(name, True, detail)
+
+
+def serve_check(config: Config) -> Check | None:
+    """A running `loop-verify serve` on this state directory, or None when there is none."""
+    from jobs.fsutil import LockBusy, exclusive_lock
+    from jobs.scheduler import SERVE_LOCK, stored_next_run
+
+    lock = config.state_dir / SERVE_LOCK
+    if not lock.exists():
+        return None
+    try:
+        pid = lock.read_text(encoding="utf-8").strip()
+    except OSError:
+        pid = ""
+    try:
+        with exclusive_lock(lock):
+            return None
+    except LockBusy:
+        pass
+    nxt = stored_next_run(config.state_dir)
+    when = f"next run {_fmt(nxt.astimezone(config.timezone))}" if nxt else "no run scheduled"
+    return Check("scheduler: loop-verify serve", True, f"running (pid {pid or '?'}): {when}")
+
+
+def scheduler_checks(config: Config, *, now: datetime | None = None,
+                     env: Mapping[str, str] | None = None) -> list[Check]:
+    """What runs the morning verification, when it next fires and whether its paths still exist.
+
+    Nothing installed and no `serve` running is a failing check: nothing would run tomorrow.
+    """
+    checks = [c for c in (launchagent_check(config, now=now),
+                          systemd_check(config, now=now, env=env),
+                          serve_check(config)) if c is not None]
+    if checks:
+        return checks
+    kind = "launchagent" if is_macos() else "systemd"
+    return [Check("scheduler", False,
+                  "no LaunchAgent, systemd timer or running `loop-verify serve`: nothing runs the "
+                  "verification every morning",
+                  f"loop-verify install {kind}  (or keep `loop-verify serve` running)")]
