@@ -1,0 +1,255 @@
+"""Charters, the push log, record-push and the run directory: the inputs closeout trusts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from audit_helpers import env_with, git, isolate_git, make_repo_with_remote, run_cli
+
+from audit.charter import Grant, charter_sha256, grants_release_please, load_charter
+from audit.main import main as audit_main
+from audit.pushlog import ZERO, append_push, read_push_log, same_repo
+from audit.rundir import BEFORE, PUSH_LOG, resolve_run_dir, write_json
+from audit.snapshot import load_snapshot
+from jobs.errors import InputError, UsageError
+
+SHA_A = "a" * 40
+SHA_B = "b" * 40
+
+CHARTER = """# Charter: loop-pi loop7
+
+Some prose about the run. Note: prose with a colon is not a key.
+
+- authority: release-please rknightion/loop-pi, release-please Acme/widgets
+session: sess-123
+"""
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+# --- charter ----------------------------------------------------------------------------------
+
+def test_charter_is_parsed(tmp_path: Path) -> None:
+    path = write(tmp_path / "charter.md", CHARTER)
+    charter = load_charter(path)
+    assert (charter.repo, charter.loop, charter.session) == ("loop-pi", 7, "sess-123")
+    assert charter.grants == (Grant("release-please", "rknightion/loop-pi"),
+                              Grant("release-please", "Acme/widgets"))
+    assert charter.sha256 == charter_sha256(path)
+    assert grants_release_please(charter, "acme/WIDGETS")
+    assert not grants_release_please(charter, "acme/other")
+    assert not grants_release_please(None, "acme/widgets")
+    assert not grants_release_please(charter, None)
+
+
+def test_charter_without_authority_grants_nothing(tmp_path: Path) -> None:
+    charter = load_charter(write(tmp_path / "c.md", "# Charter: x loop1\n\nsome text\n"))
+    assert charter.grants == () and charter.session is None
+
+
+@pytest.mark.parametrize(("text", "line", "words"), [
+    ("Charter: loop-pi loop7\nauthority: release-please a/b\n", 1, "first line"),
+    ("# Charter: loop-pi\n", 1, "first line"),
+    ("", 1, "empty charter"),
+    ("# Charter: x loop1\n\nauthority: merge-anything a/b\n", 3, "unknown grant 'merge-anything'"),
+    ("# Charter: x loop1\nauthority: release-please\n", 2, "malformed grant"),
+    ("# Charter: x loop1\nauthority: release-please a/b c\n", 2, "malformed grant"),
+    ("# Charter: x loop1\nauthority: release-please not-a-repo\n", 2, "malformed grant"),
+    ("# Charter: x loop1\nauthority: release-please a/b,\n", 2, "empty grant"),
+    ("# Charter: x loop1\nauthority: release-please a/b\nauthority: release-please c/d\n",
+     3, "given twice"),
+])
+def test_bad_charter_names_file_and_line(tmp_path: Path, text: str, line: int,
+                                         words: str) -> None:
+    path = write(tmp_path / "charter.md", text)
+    with pytest.raises(InputError) as err:
+        load_charter(path)
+    assert err.value.exit_code == 2
+    assert str(err.value).startswith(f"{path}:{line}: ")
+    assert words in str(err.value)
+
+
+def test_begin_with_bad_charter_exits_2_and_writes_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    isolate_git(monkeypatch, tmp_path)
+    clone, _ = make_repo_with_remote(tmp_path)
+    charter = write(tmp_path / "charter.md", "# Charter: x loop1\nauthority: push-all a/b\n")
+    run_dir = tmp_path / "run"
+    code = audit_main(["begin", str(clone), "--charter", str(charter), "--run-dir", str(run_dir)])
+    assert code == 2
+    assert f"{charter}:2: unknown grant 'push-all'" in capsys.readouterr().err
+    assert not (run_dir / BEFORE).exists()
+
+
+# --- run directory -----------------------------------------------------------------------------
+
+def test_run_dir_from_option_then_env_else_usage_error(tmp_path: Path) -> None:
+    assert resolve_run_dir(str(tmp_path / "a"), env={"LOOP_PI_RUN_DIR": "/x"}) == tmp_path / "a"
+    assert resolve_run_dir(None, env={"LOOP_PI_RUN_DIR": str(tmp_path)}) == tmp_path
+    with pytest.raises(UsageError) as err:
+        resolve_run_dir(None, env={})
+    assert err.value.exit_code == 2 and "LOOP_PI_RUN_DIR" in str(err.value)
+
+
+def test_record_push_without_run_dir_exits_2(tmp_path: Path) -> None:
+    env = env_with()
+    env.pop("LOOP_PI_RUN_DIR", None)
+    done = run_cli("record-push", "--repo", str(tmp_path), "--ref", "refs/heads/main",
+                   "--old", ZERO, "--new", SHA_A, env=env)
+    assert done.returncode == 2 and "--run-dir" in done.stderr
+
+
+def test_write_json_is_sorted_indented_with_newline(tmp_path: Path) -> None:
+    write_json(tmp_path / "x.json", {"b": 1, "a": [1]})
+    assert (tmp_path / "x.json").read_text() == '{\n  "a": [\n    1\n  ],\n  "b": 1\n}\n'
+
+
+# --- push log ----------------------------------------------------------------------------------
+
+def entry(**over: str) -> dict[str, str]:
+    base = {"repo": "/r", "remote": "origin", "ref": "refs/heads/main", "old": ZERO,
+            "new": SHA_A, "at": "2026-11-30T07:00:00Z", "source": "test"}
+    base.update(over)
+    return base
+
+
+def test_push_log_round_trip_and_missing_file(tmp_path: Path) -> None:
+    assert read_push_log(tmp_path / PUSH_LOG) == []
+    append_push(tmp_path, entry())
+    append_push(tmp_path, entry(old=SHA_A, new=SHA_B, url="extra keys are kept out of the way"))
+    entries = read_push_log(tmp_path / PUSH_LOG)
+    assert [(e.old, e.new, e.line) for e in entries] == [(ZERO, SHA_A, 1), (SHA_A, SHA_B, 2)]
+    assert entries[0].repo == "/r" and entries[0].source == "test"
+
+
+@pytest.mark.parametrize(("bad", "words"), [
+    ('{"repo": "/r", "remote": "origin"', "malformed push-log line"),
+    ("[1, 2]", "not a JSON object"),
+    (json.dumps({k: v for k, v in entry().items() if k != "new"}), "missing key 'new'"),
+    (json.dumps(entry(old="abc")), "'old' is not a 40-hex SHA"),
+    (json.dumps(entry(new="A" * 40)), "'new' is not a 40-hex SHA"),
+    (json.dumps({**entry(), "remote": 3}), "'remote' must be a non-empty string"),
+    (json.dumps(entry(ref="main")), "not a full ref name"),
+    ("", "malformed push-log line"),
+])
+def test_malformed_push_log_line_is_reported_with_its_number(
+        tmp_path: Path, bad: str, words: str) -> None:
+    path = tmp_path / PUSH_LOG
+    good = json.dumps(entry())
+    path.write_text(f"{good}\n{good}\n{bad}\n{good}\n")
+    with pytest.raises(InputError) as err:
+        read_push_log(path)
+    assert err.value.exit_code == 2
+    assert str(err.value).startswith(f"{path}:3: ") and words in str(err.value)
+
+
+def test_torn_last_line_without_newline_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / PUSH_LOG
+    path.write_text(json.dumps(entry()) + "\n" + json.dumps(entry())[:30])
+    with pytest.raises(InputError, match=r":2: malformed push-log line"):
+        read_push_log(path)
+
+
+def test_same_repo_counts_a_linked_worktree_but_not_another_clone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    isolate_git(monkeypatch, tmp_path)
+    clone, bare = make_repo_with_remote(tmp_path)
+    git(clone, "worktree", "add", "-q", str(tmp_path / "wt"), "-b", "side")
+    git(tmp_path, "clone", "-q", str(bare), str(tmp_path / "other"))
+    (tmp_path / "link").symlink_to(clone)
+    assert same_repo(str(clone), str(tmp_path / "wt"))
+    assert same_repo(str(tmp_path / "link"), str(clone) + "/")
+    assert not same_repo(str(clone), str(tmp_path / "other"))
+    assert not same_repo(str(tmp_path / "wt"), str(tmp_path / "other"))
+
+
+def test_record_push_appends_a_valid_entry(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    done = run_cli("record-push", "--repo", str(tmp_path), "--ref", "refs/tags/v1",
+                   "--old", ZERO, "--new", SHA_A.upper(), "--remote", "upstream",
+                   "--run-dir", str(run_dir))
+    assert done.returncode == 0, done.stderr
+    [e] = read_push_log(run_dir / PUSH_LOG)
+    assert (e.repo, e.remote, e.ref, e.old, e.new, e.source) == (
+        str(tmp_path.resolve()), "upstream", "refs/tags/v1", ZERO, SHA_A, "record-push")
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--old", "abc", "--new", SHA_A, "--ref", "refs/heads/x"], "--old must be a 40-hex SHA"),
+    (["--old", ZERO, "--new", SHA_A, "--ref", "main"], "--ref must be a full ref name"),
+])
+def test_record_push_rejects_bad_values_and_writes_nothing(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], words: str) -> None:
+    code = audit_main(["record-push", "--repo", str(tmp_path), "--run-dir", str(tmp_path), *args])
+    assert code == 2 and words in capsys.readouterr().err
+    assert not (tmp_path / PUSH_LOG).exists()
+
+
+def test_record_push_refuses_a_missing_run_dir(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    code = audit_main(["record-push", "--repo", str(tmp_path), "--ref", "refs/heads/main",
+                       "--old", ZERO, "--new", SHA_A, "--run-dir", str(tmp_path / "typo")])
+    assert code == 2 and "does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "typo").exists()
+
+
+def test_twenty_concurrent_record_push_processes_lose_no_line(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    procs = [subprocess.Popen(  # noqa: S603
+        [sys.executable, "-m", "audit.main", "record-push", "--repo", str(tmp_path),
+         "--ref", f"refs/heads/b{i}", "--old", ZERO, "--new", f"{i:040x}",
+         "--run-dir", str(run_dir)], stderr=subprocess.PIPE) for i in range(20)]
+    for proc in procs:
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+    entries = read_push_log(run_dir / PUSH_LOG)
+    assert sorted(e.ref for e in entries) == sorted(f"refs/heads/b{i}" for i in range(20))
+    assert {e.new for e in entries} == {f"{i:040x}" for i in range(20)}
+
+
+# --- snapshots on disk ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "words", "line"), [
+    ('{"taken_at": "x",\n "repos": {\n', "malformed snapshot JSON", 3),
+    ("[]", "top level is not a JSON object", None),
+    ('{"taken_at": "x", "charter_sha256": null}', "`repos` missing", None),
+    ('{"taken_at": "x", "charter_sha256": null, "repos": {"/r": {"remotes": {"o": {}}}}}',
+     "remotes['o'] is not an object with a boolean `available`", None),
+    ('{"taken_at": "x", "charter_sha256": null, "repos": {"/r": {"remotes": {}, '
+     '"tags": {"available": false}, "releases": {"available": true, "releases": []}}}}',
+     "tags is unavailable without a `reason`", None),
+    ('{"taken_at": "x", "charter_sha256": null, "repos": {"/r": {"remotes": {}, '
+     '"tags": {"available": true, "tags": {}}, "releases": {"available": true, '
+     '"releases": [{"tag_name": "v1"}]}}}}', "releases[0] needs tag_name", None),
+])
+def test_malformed_snapshot_is_an_input_error(tmp_path: Path, text: str, words: str,
+                                              line: int | None) -> None:
+    path = write(tmp_path / "before.json", text)
+    with pytest.raises(InputError) as err:
+        load_snapshot(path)
+    where = f"{path}:{line}: " if line else f"{path}: "
+    assert err.value.exit_code == 2
+    assert str(err.value).startswith(where) and words in str(err.value)
+
+
+def test_add_with_a_malformed_before_snapshot_exits_2(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    isolate_git(monkeypatch, tmp_path)
+    clone, _ = make_repo_with_remote(tmp_path)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    before = write(run_dir / BEFORE, '{"taken_at": "x",\n  "repos": oops}\n')
+    assert audit_main(["add", str(clone), "--run-dir", str(run_dir)]) == 2
+    assert f"{before}:2: malformed snapshot JSON" in capsys.readouterr().err
+    assert before.read_text() == '{"taken_at": "x",\n  "repos": oops}\n'
