@@ -72,8 +72,7 @@ def run_git(repo: Path | str | None, *args: str, timeout: float | None = None,
     except subprocess.TimeoutExpired:
         _kill_group(proc)
         proc.communicate()
-        raise GitFailed(argv, f"`{' '.join(argv[3:] if repo is not None else argv[1:])}` "
-                        f"timed out after {timeout:g}s", timed_out=True) from None
+        raise GitFailed(argv, f"timed out after {timeout:g}s (killed)", timed_out=True) from None
     if proc.returncode != 0:
         lines = [ln.strip() for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
         detail = " ".join(lines) if lines else f"exit status {proc.returncode}"
@@ -88,3 +87,63 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         proc.kill()
+
+
+# ---------------------------------------------------------------------------------------------
+# Judgement side (used by audit/history.py; owned by the closeout/compare work).
+# Bulk reads only: one process per repository or per changed ref, never one per commit.
+# ---------------------------------------------------------------------------------------------
+
+# Each commit: NUL, then sha, parents, subject and Claude-Session trailer values (RS-separated),
+# split by US. With `-z --name-only` git ends that header with NUL and lists the paths after it,
+# NUL-terminated; paths are never empty, so an empty field always marks the next header.
+HISTORY_FORMAT = ("%x00%H%x1f%P%x1f%s%x1f"
+                  "%(trailers:key=Claude-Session,valueonly,separator=%x1e)")
+
+
+def object_types(repo: Path | str, shas: list[str]) -> dict[str, str | None]:
+    """Each object's type (`commit`, `tag`, ...) or None when the repository lacks it, in one
+    `git cat-file --batch-check`. Replace refs are ignored: history must be the real one."""
+    wanted = sorted(set(shas))
+    if not wanted:
+        return {}
+    out = run_git(repo, "--no-replace-objects", "cat-file",
+                  "--batch-check=%(objectname) %(objecttype)",
+                  input_text="".join(f"{sha}\n" for sha in wanted))
+    types: dict[str, str | None] = dict.fromkeys(wanted)
+    for line in out.splitlines():
+        name, _, kind = line.partition(" ")
+        if name in types and kind != "missing":
+            types[name] = kind
+    return types
+
+
+def fetch_for_audit(repo: Path | str, remote: str, refspecs: list[str],
+                    timeout: float | None = None) -> None:
+    """One `git fetch` of `refspecs` from `remote` (no tags, no FETCH_HEAD, no hooks' side
+    trips); raises GitFailed."""
+    run_git(repo, "-c", "fetch.recurseSubmodules=false", "fetch", "--quiet", "--no-tags",
+            "--no-write-fetch-head", "--no-auto-gc", remote, *refspecs,
+            timeout=timeout if timeout is not None else remote_timeout())
+
+
+def is_ancestor(repo: Path | str, old: str, new: str) -> bool:
+    """Is `old` an ancestor of `new` (a fast-forward)? Raises GitFailed when git cannot say."""
+    try:
+        run_git(repo, "--no-replace-objects", "merge-base", "--is-ancestor", old, new)
+    except GitFailed as exc:
+        if exc.returncode == 1:
+            return False
+        raise
+    return True
+
+
+def history_log(repo: Path | str, tips: list[str], exclude: list[str]) -> str:
+    """`git log` of every commit reachable from `tips` and not from `exclude`, children before
+    parents, each with its paths (a merge against its first parent) and Claude-Session
+    trailers, in one process; revisions go through stdin so no list is too long."""
+    revs = "".join(f"{t}\n" for t in tips) + "".join(f"^{x}\n" for x in exclude)
+    return run_git(repo, "--no-replace-objects", "-c", "core.quotePath=false",
+                   "-c", "log.showSignature=false", "log", "--stdin", "--topo-order",
+                   "--no-color", "--no-renames", "--diff-merges=first-parent", "--root",
+                   "--name-only", "-z", f"--format={HISTORY_FORMAT}", input_text=revs)
