@@ -415,9 +415,18 @@ class _RepoRun:
         result.edit_paths = rel
         result.commit_message = verdicts.commit_message(task.task.id, outcome)
         self.ledger.record(result)
-        backlog.write_task(target, after)
-        if target != path:
-            path.unlink()
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            backlog.write_task(target, after)
+            if target != path:
+                path.unlink()
+        except OSError as exc:
+            if target != path:
+                target.unlink(missing_ok=True)
+            result.verdict, result.edit_state = "error", "abandoned"
+            result.reason = f"cannot write the task file: {exc}"
+            self.finish(result, recorded=True)
+            return
         try:
             result.commit_sha = git.commit_paths(self.root, rel, result.commit_message)
             result.edit_state = "committed"

@@ -1,0 +1,177 @@
+"""Real repositories for loop-verify tests: a clone with a bare remote, a backlog and a justfile."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+BACKLOG_CONFIG = """project_name: "Verify Test"
+default_status: "To Do"
+statuses: ["To Do", "In Progress", "Done"]
+labels: []
+date_format: yyyy-mm-dd
+task_prefix: "task"
+"""
+
+# The shape the Backlog.md CLI writes (see backlog-fixtures/ for files it wrote itself).
+TASK = """---
+id: TASK-{n}
+title: {title}
+status: {status}
+assignee: []
+created_date: '2026-11-01 08:00'
+updated_date: '2026-11-01 08:00'
+labels:{labels}
+dependencies: []
+---
+
+## Description
+
+<!-- SECTION:DESCRIPTION:BEGIN -->
+{title}
+<!-- SECTION:DESCRIPTION:END -->
+
+## Implementation Notes
+
+<!-- SECTION:NOTES:BEGIN -->
+{notes}
+<!-- SECTION:NOTES:END -->
+"""
+
+JUSTFILE = """verify-ok:
+    echo all good
+
+verify-bad:
+    echo disk usage 97% over 90%
+    exit 3
+
+verify-slow:
+    sleep 30
+
+verify-drift:
+    touch drifted.txt
+"""
+
+
+def yaml_label(label: str) -> str:
+    return f"'{label}'" if ":" in label else label
+
+
+def git(cwd: Path, *args: str, check: bool = True) -> str:
+    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"git {' '.join(args)} failed: {proc.stderr}")
+    return proc.stdout
+
+
+@dataclass
+class VerifyRepo:
+    root: Path
+    bare: Path
+    state_dir: Path
+    config_path: Path
+
+    def add_task(self, n: int, *, title: str | None = None, status: str = "Done",
+                 labels: Sequence[str] = ("verify:2026-11-01",),
+                 notes: str = "verify-cmd: just verify-ok", folder: str = "tasks") -> Path:
+        title = title or f"Task {n}"
+        label_text = "".join(f"\n  - {yaml_label(lb)}" for lb in labels) if labels else " []"
+        path = self.root / "backlog" / folder / f"task-{n} - {title.replace(' ', '-')}.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(TASK.format(n=n, title=title, status=status, labels=label_text,
+                                    notes=notes))
+        return path
+
+    def write_justfile(self, text: str = JUSTFILE, name: str = "justfile") -> None:
+        (self.root / name).write_text(text)
+
+    def commit_all(self, message: str = "setup") -> None:
+        git(self.root, "add", "-A")
+        git(self.root, "commit", "-q", "-m", message)
+        git(self.root, "push", "-q", "origin", "HEAD:main")
+
+    def run(self, *args: str, env: dict[str, str] | None = None,
+            timeout: float = 120) -> subprocess.CompletedProcess[str]:
+        """`loop-verify` as a real process, against this repository's config."""
+        argv = [sys.executable, "-m", "jobs.main", *args]
+        if args and args[0] in ("run", "list", "history", "doctor") and "--config" not in args:
+            argv += ["--config", str(self.config_path)]
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        full_env["PYTHONPATH"] = str(ROOT)
+        return subprocess.run(argv, cwd=self.root, capture_output=True, text=True,
+                              timeout=timeout, env=full_env, check=False)
+
+    def run_json(self, *args: str, **kw: Any) -> tuple[int, dict[str, Any]]:
+        proc = self.run(*args, "--json", **kw)
+        assert proc.stdout.strip(), proc.stderr
+        return proc.returncode, json.loads(proc.stdout)
+
+    def git(self, *args: str, check: bool = True) -> str:
+        return git(self.root, *args, check=check)
+
+    def subjects(self) -> list[str]:
+        return self.git("log", "--format=%s").splitlines()
+
+    def head(self) -> str:
+        return self.git("rev-parse", "HEAD").strip()
+
+    def files_in_head_commit(self) -> list[str]:
+        out = self.git("show", "--name-only", "--format=", "HEAD")
+        return [line for line in out.splitlines() if line]
+
+    def remote_refs(self) -> str:
+        return git(self.bare, "for-each-ref", "--format=%(refname) %(objectname)")
+
+    def status(self) -> str:
+        return self.git("status", "--porcelain", "--untracked-files=all")
+
+    def history(self) -> list[dict[str, Any]]:
+        rc, data = self.run_json("history")
+        assert rc == 0
+        return list(data["attempts"])
+
+    def log_events(self) -> list[dict[str, Any]]:
+        path = self.state_dir / "loop-jobs.jsonl"
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def make_verify_repo(base: Path, *, justfile: str | None = JUSTFILE,
+                     tasks: Iterable[int] = (), timeout: str = "10s",
+                     extra_config: dict[str, Any] | None = None) -> VerifyRepo:
+    """A clone at base/app with a bare remote at base/remote.git and a config for loop-verify."""
+    bare = base / "remote.git"
+    root = base / "app"
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+    git(root, "remote", "add", "origin", str(bare))
+    (root / "README.md").write_text("# app\n")
+    (root / ".gitignore").write_text("ignored/\n")
+    (root / "backlog").mkdir()
+    (root / "backlog" / "config.yml").write_text(BACKLOG_CONFIG)
+    state = base / "state"
+    config: dict[str, Any] = {"repos": [{"path": str(root)}], "timeout": timeout,
+                              "kill_grace": "1s", "timezone": "UTC",
+                              "state_dir": str(state)}
+    config.update(extra_config or {})
+    config_path = base / "config.yaml"
+    config_path.write_text(yaml.safe_dump(config))
+    repo = VerifyRepo(root, bare, state, config_path)
+    if justfile is not None:
+        repo.write_justfile(justfile)
+    for n in tasks:
+        repo.add_task(n)
+    repo.commit_all()
+    return repo
