@@ -86,7 +86,8 @@ def test_fail_reopens_with_label_and_summary(repo: VerifyRepo) -> None:
     assert re.search(r"verify-failed \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ: `just verify-bad` exited 3 "
                      r"after \d+\.\ds \(timeout 10s\)\nlast lines of output:\n"
                      r"    echo disk usage 97% over 90%\n    disk usage 97% over 90%\n"
-                     r"    exit 3\n    error: .*\nfull output: .+\.log\n<!-- SECTION:NOTES:END -->", text), text
+                     r"    exit 3\n    error: .*\nfull output: .+\.log\n"
+                     r"<!-- SECTION:NOTES:END -->", text), text
     assert text.index("verify-cmd: just verify-bad\n\nverify-failed") > 0
     assert repo.subjects()[0] == "loop-verify: TASK-1 failed (just verify-bad)"
     assert repo.files_in_head_commit() == ["backlog/tasks/task-1 - Task-1.md"]
