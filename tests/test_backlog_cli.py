@@ -22,6 +22,7 @@ import pytest
 from backlog_helpers import backlog_cli, git, run_cli
 
 from jobs.backlog import (
+    Scan,
     Task,
     add_label,
     append_notes,
@@ -118,6 +119,7 @@ class Repo:
     originals: dict[str, bytes]
     cli_results: dict[str, bytes]
     list_json_before: list[dict[str, object]]
+    scan_before: Scan
 
 
 def _path_of(root: Path, task_id: str) -> Path:
@@ -154,12 +156,13 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
         if sc.prepare:
             run_cli(root, ["task", "edit", m.group(1), *sc.prepare])
     list_before = _list_json(root)
+    scan_before = scan(root)
     originals = {i: _path_of(root, i).read_bytes() for i in ids}
     cli_results = {}
     for task_id, sc in zip(ids, SCENARIOS, strict=True):
         run_cli(root, ["task", "edit", task_id, *sc.cli_edit])
         cli_results[task_id] = _path_of(root, task_id).read_bytes()
-    return Repo(root, ids, originals, cli_results, list_before)
+    return Repo(root, ids, originals, cli_results, list_before, scan_before)
 
 
 def _ours(repo: Repo, n: int) -> bytes:
@@ -209,8 +212,7 @@ def test_cli_reads_our_edits_back(repo: Repo, tmp_path: Path) -> None:
 
 def test_our_reader_agrees_with_cli_json(repo: Repo) -> None:
     """Every file the CLI wrote (before and after the edits) parses as the CLI parses it."""
-    def compare(root: Path, listed: list[dict[str, object]]) -> None:
-        result = scan(root)
+    def compare(root: Path, result: Scan, listed: list[dict[str, object]]) -> None:
         assert result.errors == ()
         ours = {t.id: t for t in result.tasks}
         assert set(ours) == {str(t["id"]) for t in listed}
@@ -221,11 +223,9 @@ def test_our_reader_agrees_with_cli_json(repo: Repo) -> None:
             assert task.folder == "tasks"
             assert task.path == _path_of(root, task.id)
 
-    # the originals, put back in a copy
-    compare(repo.root, _list_json(repo.root))
     assert len(repo.list_json_before) == len(SCENARIOS)
-    before_ids = {str(t["id"]) for t in repo.list_json_before}
-    assert before_ids == set(repo.ids)
+    compare(repo.root, repo.scan_before, repo.list_json_before)
+    compare(repo.root, scan(repo.root), _list_json(repo.root))
 
 
 def test_completed_task_and_notes_from_view(repo: Repo, tmp_path: Path) -> None:
