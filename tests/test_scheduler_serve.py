@@ -1,0 +1,120 @@
+"""`loop-verify serve` end to end: a real verification at its scheduled time, a second daemon
+refused, and SIGTERM in the middle of a recipe."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from apscheduler.triggers.cron import CronTrigger
+from scheduler_helpers import InProcessServe, log_events, seed_store, wait_for
+from verify_helpers import ROOT, VerifyRepo, make_verify_repo
+
+from jobs.config import load_config
+from jobs.logs import configure_logging
+from jobs.scheduler import run_daily_verification, stored_next_run
+
+
+@pytest.fixture
+def reset_logging() -> Iterator[None]:
+    yield
+    logging.getLogger().handlers.clear()
+
+
+def test_daemon_runs_a_real_verification_at_its_scheduled_time(
+        tmp_path: Path, reset_logging: None) -> None:
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    task = next((repo.root / "backlog" / "tasks").glob("task-1 *.md"))
+    config = load_config(repo.config_path)
+    configure_logging(config.log_file, console=False)
+    fire_at = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0) \
+        + timedelta(seconds=1)
+    trigger = CronTrigger(hour=fire_at.hour, minute=fire_at.minute, second=fire_at.second,
+                          timezone=UTC)
+    with InProcessServe(config, trigger=trigger):
+        assert "verify:2026-11-01" in task.read_text()
+        assert wait_for(lambda: bool(log_events(config.log_file, "scheduler.run_finished")),
+                        timeout=20)
+    [finished] = log_events(config.log_file, "scheduler.run_finished")
+    assert finished["exit_code"] == 0
+    [started] = log_events(config.log_file, "scheduler.run_started")
+    assert datetime.fromisoformat(started["timestamp"]) >= fire_at
+    assert "verify:2026-11-01" not in task.read_text()
+    assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-ok)"
+    assert [a["verdict"] for a in repo.history()] == ["pass"]
+
+
+# A background sleep and the recipe's own shell (which then sleeps): a tree of two processes.
+SLEEPY = """verify-sleepy:
+    sleep 300 & echo $! >> '{pids}'; echo $$ >> '{pids}'; sleep 300
+"""
+
+
+def _serve(repo: VerifyRepo) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(  # noqa: S603 - the project's own CLI
+        [sys.executable, "-m", "jobs.main", "serve", "--config", str(repo.config_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=repo.root)
+
+
+def _gone(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] == "Z"
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_sigterm_during_a_recipe_stops_its_tree_and_records_interrupted(tmp_path: Path) -> None:
+    pids_file = tmp_path / "pids"
+    repo = make_verify_repo(tmp_path, justfile=SLEEPY.format(pids=pids_file),
+                            timeout="5m", extra_config={"kill_grace": "2s"})
+    task = repo.add_task(1, notes="verify-cmd: just verify-sleepy")
+    repo.commit_all("task 1")
+    task_bytes, head = task.read_bytes(), repo.head()
+    config = load_config(repo.config_path)
+    # The machine was off at 07:30 an hour ago: the daemon catches the run up at start-up.
+    seed_store(config, datetime.now(UTC) - timedelta(hours=1), job=run_daily_verification)
+
+    daemon = _serve(repo)
+    try:
+        assert wait_for(lambda: pids_file.exists() and len(pids_file.read_text().split()) == 2,
+                        timeout=20), daemon.stderr.read() if daemon.poll() is not None else ""
+        pids = [int(p) for p in pids_file.read_text().split()]
+        assert not any(_gone(p) for p in pids)
+
+        second = _serve(repo)
+        out, err = second.communicate(timeout=20)
+        assert second.returncode == 3, err
+        assert "already running" in err and str(config.state_dir) in err
+        assert f"pid {daemon.pid}" in err
+
+        daemon.send_signal(signal.SIGTERM)
+        out, err = daemon.communicate(timeout=20)
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+    assert daemon.returncode == 0, err
+    assert "stopped" in out
+    assert all(_gone(p) for p in pids)
+    # No task edited half-way, nothing committed, and the attempt is on record as interrupted.
+    assert task.read_bytes() == task_bytes
+    assert repo.head() == head
+    assert repo.status() == ""
+    [attempt] = repo.history()
+    assert attempt["verdict"] == "interrupted" and attempt["task_id"] == "TASK-1"
+    events = [e["event"] for e in repo.log_events()]
+    assert "verify.interrupted" in events
+    assert events.index("scheduler.stopping") < events.index("scheduler.stopped")
+    # The interrupted run was the caught-up one; tomorrow's stays scheduled.
+    next_run = stored_next_run(config.state_dir)
+    assert next_run is not None and next_run > datetime.now(UTC)
