@@ -59,7 +59,7 @@ SLEEPY = """verify-sleepy:
 
 def _serve(repo: VerifyRepo) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(  # noqa: S603 - the project's own CLI
+    return subprocess.Popen(
         [sys.executable, "-m", "jobs.main", "serve", "--config", str(repo.config_path)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=repo.root)
 
