@@ -60,7 +60,8 @@ def run_git(repo: Path | str | None, *args: str, timeout: float | None = None,
         argv += ["-C", str(repo)]
     argv += list(args)
     try:
-        proc = subprocess.Popen(  # noqa: S603 - fixed argument vector, no shell
+        # A fixed argument vector, no shell.
+        proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=git_env(env or os.environ),
             start_new_session=True)

@@ -15,6 +15,7 @@ import requests
 from github import Auth, Github, GithubException, GithubRetry
 from github.GithubException import (
     BadCredentialsException,
+    IncompletableObject,
     RateLimitExceededException,
     UnknownObjectException,
 )
@@ -93,7 +94,8 @@ def find_token(env: Mapping[str, str] = os.environ) -> str | None:
     if api_host and api_host != "api.github.com":
         argv += ["--hostname", api_host]
     try:
-        done = subprocess.run(  # noqa: S603 - fixed argument vector, no shell
+        # A fixed argument vector, no shell.
+        done = subprocess.run(
             argv, capture_output=True, text=True, timeout=10, env=dict(env),
             stdin=subprocess.DEVNULL, check=False)
     except (OSError, subprocess.TimeoutExpired):
@@ -130,6 +132,8 @@ def read_releases(owner_name: str, *, token: str | None, base_url: str | None,
     except RateLimitExceededException as exc:
         return _unavailable(f"GitHub rate limit exhausted ({exc.status} {_message(exc)}"
                             f"{_reset_note(exc)}) reading {where}")
+    except (_BadRelease, IncompletableObject) as exc:
+        return _unavailable(f"GitHub sent an unusable release object ({exc}) reading {where}")
     except UnknownObjectException as exc:
         return _unavailable(f"GitHub says not found ({exc.status}): {owner_name} does not exist "
                             f"or the token cannot see it; reading {where}")
@@ -154,6 +158,10 @@ def read_releases(owner_name: str, *, token: str | None, base_url: str | None,
     return {"available": True, "releases": releases}
 
 
+class _BadRelease(Exception):
+    """A release object without the fields the audit judges by."""
+
+
 def iso_z(value: datetime | None) -> str | None:
     if value is None:
         return None
@@ -167,7 +175,7 @@ def _release_json(release: Any) -> dict[str, Any]:
     tag_name, draft, prerelease = release.tag_name, release.draft, release.prerelease
     if not isinstance(tag_name, str) or not isinstance(draft, bool) \
             or not isinstance(prerelease, bool):
-        raise ValueError(f"release {release.id!r} lacks tag_name/draft/prerelease")
+        raise _BadRelease(f"release {release.id!r} lacks tag_name, draft or prerelease")
     return {
         "id": release.id,
         "tag_name": tag_name,

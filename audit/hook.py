@@ -161,7 +161,8 @@ def _run_chained(chained: Path, hook_args: Sequence[str], stdin: bytes) -> int:
     if not str(chained) or not chained.is_file() or not os.access(chained, os.X_OK):
         return 0
     try:
-        done = subprocess.run(  # noqa: S603 - the user's own hook, argument vector, no shell
+        # The user's own hook, as an argument vector: no shell.
+        done = subprocess.run(
             [str(chained), *hook_args], input=stdin, check=False)
     except OSError as exc:
         print(f"{PROG}: cannot run the chained hook {chained}: {exc}", file=sys.stderr)

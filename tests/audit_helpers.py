@@ -18,7 +18,7 @@ ZERO = "0" * 40
 def git(repo: Path, *args: str, env: Mapping[str, str] | None = None,
         input: str | None = None) -> str:
     """Run git in `repo`; fail the test with git's stderr if it fails."""
-    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,  # noqa: S603
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True,
                           env=dict(env) if env is not None else None, input=input, check=False)
     if done.returncode != 0:
         raise AssertionError(f"git {' '.join(args)} failed ({done.returncode}): {done.stderr}")
@@ -40,7 +40,7 @@ def commit(repo: Path, path: str, text: str, msg: str,
 
 
 def make_bare(path: Path) -> Path:
-    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(path)], check=True)  # noqa: S603
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(path)], check=True)
     return path
 
 
@@ -48,7 +48,7 @@ def make_repo_with_remote(tmp_path: Path, name: str = "work") -> tuple[Path, Pat
     """A clone with one commit on main, pushed to a bare `origin` whose HEAD is main."""
     bare = make_bare(tmp_path / f"{name}-remote.git")
     clone = tmp_path / name
-    subprocess.run(["git", "init", "-q", "-b", "main", str(clone)], check=True)  # noqa: S603
+    subprocess.run(["git", "init", "-q", "-b", "main", str(clone)], check=True)
     commit(clone, "README.md", "hello\n", "initial")
     git(clone, "remote", "add", "origin", str(bare))
     git(clone, "push", "-q", "-u", "origin", "main")
@@ -75,7 +75,7 @@ def isolate_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 def run_cli(*args: str, env: Mapping[str, str] | None = None, cwd: Path | None = None,
             input: str | None = None) -> subprocess.CompletedProcess[str]:
     """`loop-pi-audit ARGS` as a real process (the installed interpreter, `-m audit.main`)."""
-    return subprocess.run([sys.executable, "-m", "audit.main", *args], capture_output=True,  # noqa: S603
+    return subprocess.run([sys.executable, "-m", "audit.main", *args], capture_output=True,
                           text=True, env=dict(env) if env is not None else None, cwd=cwd,
                           input=input, check=False)
 

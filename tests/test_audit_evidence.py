@@ -205,7 +205,7 @@ def test_record_push_refuses_a_missing_run_dir(tmp_path: Path,
 def test_twenty_concurrent_record_push_processes_lose_no_line(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
-    procs = [subprocess.Popen(  # noqa: S603
+    procs = [subprocess.Popen(
         [sys.executable, "-m", "audit.main", "record-push", "--repo", str(tmp_path),
          "--ref", f"refs/heads/b{i}", "--old", ZERO, "--new", f"{i:040x}",
          "--run-dir", str(run_dir)], stderr=subprocess.PIPE) for i in range(20)]

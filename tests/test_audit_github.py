@@ -1,0 +1,287 @@
+"""GitHub releases through PyGithub against pytest-httpserver answering GitHub-shaped JSON."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from audit_helpers import (
+    gh_release,
+    git,
+    isolate_git,
+    link_header,
+    make_repo_with_remote,
+)
+from pytest_httpserver import HTTPServer
+from werkzeug import Request, Response
+
+from audit.github import find_token, github_hosts, github_repo_from_url, read_releases
+from audit.main import main as audit_main
+from audit.rundir import BEFORE
+from audit.snapshot import snapshot_complete, take_snapshot
+
+PREFIX = "/api/v3"
+OWNER_NAME = "octo/widgets"
+TOKEN = "test-token-123"
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    isolate_git(monkeypatch, tmp_path)
+
+
+def api(httpserver: HTTPServer) -> str:
+    return httpserver.url_for(PREFIX).rstrip("/")
+
+
+def releases_path(owner_name: str = OWNER_NAME) -> str:
+    return f"{PREFIX}/repos/{owner_name}/releases"
+
+
+def serve_two_pages(httpserver: HTTPServer, owner_name: str = OWNER_NAME) -> None:
+    base = api(httpserver)
+    page2 = f"{base}/repos/{owner_name}/releases?per_page=100&page=2"
+    httpserver.expect_request(releases_path(owner_name), query_string={"per_page": "100"}) \
+        .respond_with_json(
+            [gh_release(base, owner_name, 3, "v1.1.0", draft=True, author="octocat"),
+             gh_release(base, owner_name, 2, "v1.1.0-rc.1", prerelease=True,
+                        created_at="2026-11-28T09:00:00Z", published_at="2026-11-28T09:30:00Z")],
+            headers={"Link": link_header([("next", page2), ("last", page2)])})
+    httpserver.expect_request(releases_path(owner_name),
+                              query_string={"per_page": "100", "page": "2"}) \
+        .respond_with_json([gh_release(base, owner_name, 1, "v1.0.0", target="release-branch",
+                                       name="First", created_at="2026-11-01T08:00:00+00:00",
+                                       published_at="2026-11-01T08:10:00Z")])
+
+
+def test_releases_are_read_across_pages_with_drafts_prereleases_and_authors(
+        httpserver: HTTPServer) -> None:
+    serve_two_pages(httpserver)
+    part = read_releases(OWNER_NAME, token=TOKEN, base_url=api(httpserver), timeout=5)
+    assert part == {"available": True, "releases": [
+        {"id": 1, "tag_name": "v1.0.0", "name": "First", "draft": False, "prerelease": False,
+         "author": "release-please[bot]", "target_commitish": "release-branch",
+         "created_at": "2026-11-01T08:00:00Z", "published_at": "2026-11-01T08:10:00Z"},
+        {"id": 3, "tag_name": "v1.1.0", "name": "v1.1.0", "draft": True, "prerelease": False,
+         "author": "octocat", "target_commitish": "main",
+         "created_at": "2026-11-29T10:00:00Z", "published_at": None},
+        {"id": 2, "tag_name": "v1.1.0-rc.1", "name": "v1.1.0-rc.1", "draft": False,
+         "prerelease": True, "author": "release-please[bot]", "target_commitish": "main",
+         "created_at": "2026-11-28T09:00:00Z", "published_at": "2026-11-28T09:30:00Z"},
+    ]}
+    assert len(httpserver.log) == 2
+    assert all(req.headers["Authorization"] == f"token {TOKEN}" for req, _ in httpserver.log)
+    httpserver.check_assertions()
+
+
+def rate_limited(httpserver: HTTPServer) -> None:
+    httpserver.expect_request(releases_path()).respond_with_json(
+        {"message": "API rate limit exceeded for user ID 1.",
+         "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api"},
+        status=403, headers={"x-ratelimit-limit": "5000", "x-ratelimit-remaining": "0",
+                             "x-ratelimit-used": "5000",
+                             "x-ratelimit-reset": str(int(time.time()) + 3600)})
+
+
+def malformed(httpserver: HTTPServer) -> None:
+    httpserver.expect_request(releases_path()).respond_with_data(
+        '[{"tag_name": "v1", "draft": fal', content_type="application/json")
+
+
+def incomplete(httpserver: HTTPServer) -> None:
+    httpserver.expect_request(releases_path()).respond_with_json(
+        [{"id": 5, "draft": False}])
+
+
+def error(status: int, message: str) -> Callable[[HTTPServer], None]:
+    def serve(httpserver: HTTPServer) -> None:
+        httpserver.expect_request(releases_path()).respond_with_json(
+            {"message": message, "documentation_url": "https://docs.github.com/rest"},
+            status=status)
+    return serve
+
+
+@pytest.mark.parametrize(("serve", "words"), [
+    (error(401, "Bad credentials"), "GitHub refused the token (401 Bad credentials)"),
+    (error(404, "Not Found"), "not found (404): octo/widgets does not exist"),
+    (error(500, "Server Error"), "GitHub answered 500 Server Error"),
+    (rate_limited, "GitHub rate limit exhausted"),
+    (malformed, "malformed JSON"),
+    (incomplete, "unusable release object"),
+], ids=["401", "404", "500", "rate-limit", "malformed-json", "incomplete-release"])
+def test_every_api_failure_makes_releases_unavailable_with_a_reason(
+        httpserver: HTTPServer, serve: Callable[[HTTPServer], None], words: str) -> None:
+    serve(httpserver)
+    started = time.monotonic()
+    part = read_releases(OWNER_NAME, token=TOKEN, base_url=api(httpserver), timeout=5)
+    assert part["available"] is False
+    assert words in part["reason"] and "octo/widgets" in part["reason"]
+    assert set(part) == {"available", "reason"}
+    assert time.monotonic() - started < 5  # never waits for a rate-limit reset
+    assert TOKEN not in part["reason"]
+
+
+def test_a_slow_answer_is_cut_off_at_the_timeout(httpserver: HTTPServer) -> None:
+    def slow(request: Request) -> Response:
+        time.sleep(1.6)
+        return Response("[]", content_type="application/json")
+
+    httpserver.expect_request(releases_path()).respond_with_handler(slow)
+    started = time.monotonic()
+    part = read_releases(OWNER_NAME, token=TOKEN, base_url=api(httpserver), timeout=1)
+    assert time.monotonic() - started < 1.5
+    assert part == {"available": False, "reason": "GitHub did not answer within 1s reading "
+                    f"releases of {OWNER_NAME} from {api(httpserver)}"}
+    time.sleep(0.3)  # let the single-threaded server finish before the next test
+
+
+def test_no_token_is_unavailable_without_asking(httpserver: HTTPServer) -> None:
+    part = read_releases(OWNER_NAME, token=None, base_url=api(httpserver))
+    assert part["available"] is False and part["reason"].startswith("no GitHub token")
+    assert httpserver.log == []
+
+
+@pytest.mark.parametrize(("url", "expected"), [
+    ("https://github.com/rknightion/loop-pi.git", "rknightion/loop-pi"),
+    ("https://github.com/rknightion/loop-pi", "rknightion/loop-pi"),
+    ("https://x-access-token:abc@github.com/o/n.git/", "o/n"),
+    ("http://GitHub.com/o/n", "o/n"),
+    ("git@github.com:o/n.git", "o/n"),
+    ("github.com:o/n", "o/n"),
+    ("ssh://git@github.com/o/n.git", "o/n"),
+    ("ssh://git@ssh.github.com:443/o/n.git", "o/n"),
+    ("git://github.com/o/n.git", "o/n"),
+    ("https://ghe.example.com/o/n.git", "o/n"),
+    ("git@ghe.example.com:o/n.git", "o/n"),
+    ("https://gitlab.com/o/n.git", None),
+    ("git@gitlab.com:o/n.git", None),
+    ("https://github.com/o", None),
+    ("https://github.com/o/n/extra", None),
+    ("/srv/git/o/n.git", None),
+    ("../n.git", None),
+    ("file:///github.com/o/n.git", None),
+    ("file://github.com/o/n.git", None),
+    ("C:/github.com/o/n", None),
+])
+def test_github_repo_from_url(url: str, expected: str | None) -> None:
+    assert github_repo_from_url(url, extra_hosts=["ghe.example.com"]) == expected
+
+
+def test_the_host_of_github_api_url_counts_as_github() -> None:
+    hosts = github_hosts({"GITHUB_API_URL": "http://127.0.0.1:8080/api/v3"})
+    assert "127.0.0.1" in hosts and "github.com" in hosts
+    assert github_repo_from_url("https://127.0.0.1:8080/o/n.git", hosts) == "o/n"
+    assert github_repo_from_url("git@127.0.0.1:o/n.git", hosts) == "o/n"
+    assert github_repo_from_url("git@127.0.0.1:o/n.git", github_hosts({})) is None
+
+
+def test_token_sources_in_order(tmp_path: Path) -> None:
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    assert find_token({"GITHUB_TOKEN": "a", "GH_TOKEN": "b", "PATH": str(empty)}) == "a"
+    assert find_token({"GH_TOKEN": "b", "PATH": str(empty)}) == "b"
+    assert find_token({"PATH": str(empty)}) is None
+    # With gh installed, its `auth token` answer is used (this gh prints what a logged-in gh does).
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    gh = bindir / "gh"
+    gh.write_text('#!/bin/sh\n[ "$1 $2" = "auth token" ] && echo "gho_fromgh $3 $4"\n')
+    gh.chmod(0o755)
+    assert find_token({"PATH": str(bindir)}) == "gho_fromgh"
+    assert find_token({"PATH": str(bindir), "GITHUB_API_URL": "https://ghe.example.com/api/v3"}) \
+        == "gho_fromgh --hostname ghe.example.com"
+
+
+# --- releases inside snapshots -------------------------------------------------------------------
+
+def github_clone(tmp_path: Path, httpserver: HTTPServer,
+                 monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A clone whose origin is configured as a GitHub URL on the test server's host, rewritten by
+    url.<base>.insteadOf to a real bare repository on disk."""
+    clone, bare = make_repo_with_remote(tmp_path)
+    github_url = f"https://localhost:{httpserver.port}/{OWNER_NAME}.git"
+    git(clone, "remote", "set-url", "origin", github_url)
+    git(clone, "config", f"url.{bare}.insteadOf", github_url)
+    monkeypatch.setenv("GITHUB_API_URL", api(httpserver))
+    return clone
+
+
+def test_snapshot_reads_releases_for_the_configured_github_url(
+        tmp_path: Path, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    clone = github_clone(tmp_path, httpserver, monkeypatch)
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    serve_two_pages(httpserver)
+    snap = take_snapshot([clone], charter_sha256=None)
+    repo = snap["repos"][str(clone.resolve())]
+    assert repo["remotes"]["origin"]["available"] is True  # reached through insteadOf
+    assert repo["remotes"]["origin"]["url"].startswith("https://localhost:")
+    releases = repo["releases"]
+    assert releases["available"] is True and releases["github_repo"] == OWNER_NAME
+    assert releases["github_repos"] == [OWNER_NAME]
+    assert [(r["tag_name"], r["repo"]) for r in releases["releases"]] == [
+        ("v1.0.0", OWNER_NAME), ("v1.1.0", OWNER_NAME), ("v1.1.0-rc.1", OWNER_NAME)]
+    assert snapshot_complete(snap) == []
+
+
+def test_two_github_repositories_are_both_read_origin_first(
+        tmp_path: Path, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    clone = github_clone(tmp_path, httpserver, monkeypatch)
+    monkeypatch.setenv("GH_TOKEN", TOKEN)
+    # A fork remote named "aaa" sorts first but origin's repository stays the primary one.
+    git(clone, "remote", "add", "aaa", str(tmp_path / "work-remote.git"))
+    git(clone, "remote", "set-url", "--push", "aaa", "git@localhost:someone/widgets-fork.git")
+    serve_two_pages(httpserver)
+    base = api(httpserver)
+    httpserver.expect_request(releases_path("someone/widgets-fork")).respond_with_json(
+        [gh_release(base, "someone/widgets-fork", 9, "v0.9.0", author="someone")])
+    releases = take_snapshot([clone], charter_sha256=None)["repos"][str(clone.resolve())][
+        "releases"]
+    assert releases["github_repo"] == OWNER_NAME
+    assert releases["github_repos"] == [OWNER_NAME, "someone/widgets-fork"]
+    assert [(r["repo"], r["tag_name"]) for r in releases["releases"]] == [
+        (OWNER_NAME, "v1.0.0"), (OWNER_NAME, "v1.1.0"), (OWNER_NAME, "v1.1.0-rc.1"),
+        ("someone/widgets-fork", "v0.9.0")]
+
+
+def test_begin_refuses_when_releases_cannot_be_read(
+        tmp_path: Path, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    clone = github_clone(tmp_path, httpserver, monkeypatch)
+    empty = tmp_path / "no-gh"
+    empty.mkdir()
+    (empty / "git").symlink_to(git_binary())
+    monkeypatch.setenv("PATH", str(empty))  # no token and no gh to ask
+    run_dir = tmp_path / "run"
+    assert audit_main(["begin", str(clone), "--run-dir", str(run_dir)]) == 1
+    assert "releases: no GitHub token" in capsys.readouterr().err
+    assert not (run_dir / BEFORE).exists()
+    assert httpserver.log == []
+
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    httpserver.expect_request(releases_path()).respond_with_json(
+        {"message": "Bad credentials"}, status=401)
+    assert audit_main(["begin", str(clone), "--run-dir", str(run_dir)]) == 1
+    assert "GitHub refused the token" in capsys.readouterr().err
+    assert not (run_dir / BEFORE).exists()
+
+
+def test_local_and_file_remotes_make_releases_not_applicable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clone, bare = make_repo_with_remote(tmp_path)
+    git(clone, "remote", "add", "viafile", f"file://{bare}")
+    monkeypatch.setenv("GITHUB_API_URL", "http://localhost:9/api/v3")
+    snap = take_snapshot([clone], charter_sha256=None)
+    releases = snap["repos"][str(clone.resolve())]["releases"]
+    assert releases == {"available": True, "releases": [], "note": "no remote on a GitHub host",
+                        "github_repo": None, "github_repos": []}
+    assert json.loads(json.dumps(snap)) == snap
+
+
+def git_binary() -> str:
+    found = shutil.which("git")
+    assert found is not None
+    return found
