@@ -1,0 +1,255 @@
+"""Nothing a recipe starts outlives the run: real process trees under the real `just`.
+
+Each fixture marks its processes with a sleep duration nobody else uses; the test records every
+such process while the recipe runs and afterwards asserts that none of them exists any more —
+neither alive nor as a zombie — and that no zombie is left waiting for this process.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from runner_helpers import (
+    JUST,
+    PYTHON,
+    Observed,
+    assert_nothing_left,
+    marker,
+    processes_with,
+    recipe,
+    run_observed,
+    write_justfile,
+)
+
+import jobs.runner
+from jobs.fsutil import exclusive_lock
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inspects /proc")
+
+TIMEOUT = 1.0
+GRACE = 0.5
+LIMIT = TIMEOUT + GRACE + 1.0
+
+
+def run_tree(
+    tmp_path: Path, body: list[str], m: str, expect: int, timeout: float = TIMEOUT
+) -> Observed:
+    jf = write_justfile(tmp_path, recipe("verify-tree", *body))
+    return run_observed(
+        m, expect, root=tmp_path, justfile=jf, recipe="verify-tree", timeout=timeout,
+        kill_grace=GRACE, output_path=tmp_path / "out.log", just=JUST,
+    )
+
+
+def assert_timed_out_cleanly(obs: Observed, m: str) -> None:
+    assert obs.result.outcome == "timed_out"
+    assert obs.wall < LIMIT, f"run took {obs.wall:.2f}s"
+    assert_nothing_left(obs, m)
+
+
+# --- the six escape fixtures, under a timeout ---------------------------------------------------
+
+
+def test_plain_child(tmp_path: Path) -> None:
+    m = marker()
+    obs = run_tree(tmp_path, [f"sleep {m}"], m, 1)
+    assert_timed_out_cleanly(obs, m)
+
+
+def test_background_grandchild(tmp_path: Path) -> None:
+    m = marker()
+    obs = run_tree(tmp_path, [f"sleep {m}1 & sleep {m}2; wait"], m, 2)
+    assert_timed_out_cleanly(obs, m)
+
+
+def test_double_forked_daemon_while_the_recipe_hangs(tmp_path: Path) -> None:
+    m = marker()
+    obs = run_tree(tmp_path, [f"sh -c '(sleep {m}1 &) &'", f"sleep {m}2"], m, 2)
+    assert_timed_out_cleanly(obs, m)
+
+
+def test_double_forked_daemon_that_also_left_the_session(tmp_path: Path) -> None:
+    m = marker()
+    obs = run_tree(tmp_path, [f"sh -c '(setsid sleep {m}1 &) &'", f"sleep {m}2"], m, 2)
+    assert_timed_out_cleanly(obs, m)
+
+
+def test_child_ignoring_sigterm_in_shell(tmp_path: Path) -> None:
+    m = marker()
+    obs = run_tree(tmp_path, [f"trap '' TERM; sleep {m}"], m, 1)
+    assert_timed_out_cleanly(obs, m)
+    assert obs.wall >= TIMEOUT + GRACE - 0.05  # it really needed the SIGKILL after the grace
+
+
+def test_child_ignoring_sigterm_in_python(tmp_path: Path) -> None:
+    m = marker()
+    code = f"import signal,time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep({m})"
+    obs = run_tree(tmp_path, [f"{PYTHON} -c '{code}'"], m, 1)
+    assert_timed_out_cleanly(obs, m)
+
+
+def test_grandchild_holding_stdout_while_the_recipe_exits_at_once(tmp_path: Path) -> None:
+    m = marker()
+    obs = run_tree(tmp_path, [f"@sh -c 'sleep {m}; echo never' &", "sleep 0.3"], m, 1, timeout=30)
+    assert (obs.result.outcome, obs.result.exit_code) == ("exited", 0)
+    assert obs.wall < 2, "the runner waited for the holder of stdout"
+    assert obs.result.survivors_killed >= 1
+    assert "never" not in obs.result.output_path.read_text()
+    assert_nothing_left(obs, m)
+
+
+def test_setsid_grandchild(tmp_path: Path) -> None:
+    m = marker()
+    obs = run_tree(tmp_path, [f"setsid sleep {m}1 &", f"sleep {m}2"], m, 2)
+    assert_timed_out_cleanly(obs, m)
+
+
+def test_python_setsid_grandchild(tmp_path: Path) -> None:
+    m = marker()
+    code = f"import os,time; os.setsid(); time.sleep({m})"
+    obs = run_tree(tmp_path, [f"{PYTHON} -c '{code}' & sleep {m}2; wait"], m, 2)
+    assert_timed_out_cleanly(obs, m)
+
+
+def test_setsid_grandchild_without_the_token_under_a_live_parent(tmp_path: Path) -> None:
+    # No token, own session, and its parent is alive: found only after its parent is killed
+    # and it is re-parented to the runner.
+    m = marker()
+    obs = run_tree(tmp_path, [f"env -i setsid sleep {m}1 & sleep {m}2; wait"], m, 2)
+    assert_timed_out_cleanly(obs, m)
+
+
+# --- a passing recipe that leaves something behind ---------------------------------------------
+
+
+def test_passing_recipe_that_leaves_a_daemon(tmp_path: Path) -> None:
+    m = marker()
+    obs = run_tree(
+        tmp_path, [f"sh -c '(setsid sleep {m} &) &'", "sleep 0.3", "echo done"], m, 1, timeout=30
+    )
+    assert (obs.result.outcome, obs.result.exit_code) == ("exited", 0)
+    assert obs.result.survivors_killed == 1
+    assert obs.result.tail.endswith("done")
+    assert_nothing_left(obs, m)
+
+
+def test_passing_recipe_whose_daemon_dropped_the_token(tmp_path: Path) -> None:
+    m = marker()
+    obs = run_tree(
+        tmp_path, [f"sh -c '(env -i setsid sleep {m} &) &'", "sleep 0.3"], m, 1, timeout=30
+    )
+    assert (obs.result.outcome, obs.result.exit_code) == ("exited", 0)
+    assert_nothing_left(obs, m)
+
+
+def test_stop_kills_the_whole_tree(tmp_path: Path) -> None:
+    m = marker()
+    stop = threading.Event()
+    timer = threading.Timer(0.5, stop.set)
+    timer.start()
+    jf = write_justfile(
+        tmp_path, recipe("verify-tree", f"setsid sleep {m}1 & trap '' TERM; sleep {m}2")
+    )
+    obs = run_observed(
+        m, 2, root=tmp_path, justfile=jf, recipe="verify-tree", timeout=60, kill_grace=GRACE,
+        output_path=tmp_path / "out.log", just=JUST, stop=stop,
+    )
+    assert obs.result.outcome == "interrupted"
+    assert obs.wall < 0.5 + GRACE + 1
+    assert_nothing_left(obs, m)
+
+
+# --- what the runner must leave alone -----------------------------------------------------------
+
+
+def test_other_children_of_the_caller_are_neither_killed_nor_reaped(tmp_path: Path) -> None:
+    m = marker()
+    other = marker()
+    bystander = subprocess.Popen(["sleep", other], start_new_session=True)  # noqa: S603
+    finished = subprocess.Popen([PYTHON, "-c", "raise SystemExit(7)"])  # noqa: S603
+    while not Path(f"/proc/{finished.pid}/stat").read_bytes().split(b") ")[1].startswith(b"Z"):
+        time.sleep(0.01)  # wait until it is a zombie waiting for us
+    try:
+        obs = run_tree(tmp_path, [f"sh -c '(setsid sleep {m} &) &'", "sleep 0.3"], m, 1, timeout=30)
+        assert obs.result.exit_code == 0
+        assert_nothing_left(obs, m, not_ours=frozenset({finished.pid}))
+        assert bystander.poll() is None
+        assert list(processes_with(other)) == [bystander.pid]
+        assert finished.wait(timeout=5) == 7  # its exit status was not stolen by the sweep
+    finally:
+        bystander.kill()
+        bystander.wait()
+        finished.wait()
+
+
+def test_lock_descriptor_never_reaches_the_recipe(tmp_path: Path) -> None:
+    m = marker()
+    lock = tmp_path / "git" / "loop-verify.lock"
+    fds = tmp_path / "fds.txt"
+    body = [f"sleep {m} & sleep 0.2; ls -l /proc/$!/fd > {fds}", "sleep 0.2"]
+    with exclusive_lock(lock):
+        obs = run_tree(tmp_path, body, m, 1, timeout=30)
+    assert obs.result.exit_code == 0
+    listing = fds.read_text()
+    assert "/dev/null" in listing  # the listing is real: stdin of the grandchild
+    assert str(lock) not in listing
+    taker = subprocess.run(  # noqa: S603
+        [PYTHON, "-c",
+         "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR); "
+         "fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)", str(lock)],
+        check=False, timeout=10,
+    )
+    assert taker.returncode == 0
+    assert_nothing_left(obs, m)
+
+
+# --- the portable (ps-based) search, exercised on Linux ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "expect"),
+    [
+        (["sleep {m}"], 1),
+        (["sleep {m}1 & sleep {m}2; wait"], 2),
+    ],
+)
+def test_ps_fallback_kills_the_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: list[str], expect: int
+) -> None:
+    monkeypatch.setattr(jobs.runner, "_USE_PROC", False)
+    m = marker()
+    obs = run_tree(tmp_path, [line.format(m=m) for line in body], m, expect)
+    assert_timed_out_cleanly(obs, m)
+
+
+def test_ps_fallback_sweeps_leftovers_after_a_normal_exit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(jobs.runner, "_USE_PROC", False)
+    m = marker()
+    obs = run_tree(tmp_path, [f"sleep {m} &", "sleep 0.3"], m, 1, timeout=30)
+    assert (obs.result.outcome, obs.result.exit_code) == ("exited", 0)
+    assert obs.result.survivors_killed == 1
+    assert_nothing_left(obs, m)
+
+
+def test_orphans_of_a_recipe_are_handed_to_the_runner(tmp_path: Path) -> None:
+    # The effect of PR_SET_CHILD_SUBREAPER: a double-forked daemon's parent becomes this process,
+    # not init, so it can be found and reaped.
+    m = marker()
+    pid_file, ppid_file = tmp_path / "pid", tmp_path / "ppid"
+    body = [
+        f"sh -c '(sleep {m} & echo $! > {pid_file}) &'",
+        "sleep 0.3",
+        f"ps -o ppid= -p $(cat {pid_file}) > {ppid_file}",
+    ]
+    obs = run_tree(tmp_path, body, m, 1, timeout=30)
+    assert obs.result.exit_code == 0, obs.result.tail
+    assert int(ppid_file.read_text()) == os.getpid()
+    assert_nothing_left(obs, m)
