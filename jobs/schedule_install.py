@@ -277,7 +277,7 @@ def unit_settings(text: str) -> dict[str, str]:
 
 def _run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
     # Fixed argument vectors of launchctl/systemctl, never a shell.
-    return subprocess.run(list(argv), stdin=subprocess.DEVNULL,  # noqa: S603
+    return subprocess.run(list(argv), stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, check=False)
 
 
