@@ -26,7 +26,7 @@ $(BACKLOG):
 	npm install --prefix $(NPM_PREFIX) --no-audit --no-fund --loglevel=error backlog.md@$(BACKLOG_VERSION)
 
 lint: setup
-	$(BIN)/ruff check jobs audit tests bench
+	$(BIN)/ruff check jobs audit tests bench scripts backlog-fixtures
 
 typecheck: setup
 	$(BIN)/mypy
@@ -37,7 +37,7 @@ pytest: setup
 test: lint typecheck pytest
 
 demo: setup
-	$(BIN)/python -m jobs.demo
+	$(BIN)/python scripts/demo.py
 
 bench: setup
 	$(BIN)/python bench/scan.py

@@ -1,0 +1,149 @@
+"""`make demo`: loop-verify and loop-pi-audit on the bundled demo backlog, in a scratch folder.
+
+It copies backlog-fixtures/demo into a fresh git repository with a bare remote and a justfile
+whose recipes pass, fail and hang, runs the real commands and shows what they did. It exits
+non-zero only when something did not happen the way the demo says it should.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.rule import Rule
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = ROOT / "backlog-fixtures" / "demo" / "backlog"
+SCRATCH = ROOT / "demo-run"
+BIN = Path(sys.executable).parent
+console = Console(highlight=False)
+
+JUSTFILE = """\
+# Recipes the demo tasks name: two pass, one fails, one hangs past the timeout.
+verify-disk:
+    @echo "disk usage 61% (limit 90%)"
+
+verify-logs:
+    @echo "log rotation ran at 03:00"
+
+verify-backup:
+    @echo "restoring last night's backup..."
+    @echo "checksum mismatch in block 4711" >&2
+    @exit 2
+
+verify-slow:
+    @echo "warming the cache (this never finishes)"
+    sleep 600
+"""
+
+CHARTER = """\
+# Charter: demo/app loop1
+session: demo-session
+authority: release-please demo/app
+"""
+
+
+def show(title: str) -> None:
+    console.print()
+    console.print(Rule(f"[bold]{title}"))
+
+
+def run(argv: list[str], cwd: Path, *, expect: set[int] | None = None,
+        env: dict[str, str] | None = None, quiet: bool = False) -> subprocess.CompletedProcess[str]:
+    shown = " ".join(a if " " not in a else repr(a) for a in argv)
+    console.print(f"[cyan]$ {shown}[/cyan]")
+    proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False,
+                          env={**os.environ, **(env or {})})
+    if not quiet:
+        for stream in (proc.stdout, proc.stderr):
+            if stream.strip():
+                console.print(stream.rstrip(), markup=False)
+    console.print(f"[dim](exit {proc.returncode})[/dim]")
+    if expect is not None and proc.returncode not in expect:
+        console.print(f"[red]demo: expected exit {sorted(expect)}, got {proc.returncode}[/red]")
+        raise SystemExit(1)
+    return proc
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
+                          check=True).stdout
+
+
+def main() -> int:
+    if not FIXTURE.is_dir():
+        console.print(f"[red]demo: {FIXTURE} is missing[/red]")
+        return 1
+    shutil.rmtree(SCRATCH, ignore_errors=True)
+    SCRATCH.mkdir()
+    bare, app, state, run_dir = (SCRATCH / "remote.git", SCRATCH / "app", SCRATCH / "state",
+                                 SCRATCH / "run")
+    env = {"GIT_AUTHOR_NAME": "Demo Agent", "GIT_AUTHOR_EMAIL": "agent@demo.invalid",
+           "GIT_COMMITTER_NAME": "Demo Agent", "GIT_COMMITTER_EMAIL": "agent@demo.invalid"}
+    os.environ.update(env)
+    subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(app)], check=True)
+    git(app, "remote", "add", "origin", str(bare))
+    shutil.copytree(FIXTURE, app / "backlog")
+    (app / "justfile").write_text(JUSTFILE)
+    (app / "README.md").write_text("# demo app\n")
+    git(app, "add", "-A")
+    git(app, "commit", "-q", "-m", "demo: app with a backlog of verifications")
+    git(app, "push", "-q", "origin", "main")
+    git(bare, "symbolic-ref", "HEAD", "refs/heads/main")
+    config = SCRATCH / "config.yaml"
+    config.write_text(f"repos:\n  - path: {app}\ntimeout: 3s\nkill_grace: 1s\n"
+                      f"timezone: UTC\nstate_dir: {state}\n")
+    charter = SCRATCH / "charter.md"
+    charter.write_text(CHARTER)
+    verify = [str(BIN / "loop-verify")]
+    audit = [str(BIN / "loop-pi-audit")]
+    cfg = ["--config", str(config)]
+    console.print(f"demo repository: {app}\nbare remote:     {bare}\nconfig:          {config}")
+
+    show("loop-pi-audit: arm the run (snapshot every ref, tag and release; log pushes)")
+    run([*audit, "begin", str(app), "--charter", str(charter), "--run-dir", str(run_dir)], app,
+        expect={0})
+    run([*audit, "hook", "install", str(app), "--run-dir", str(run_dir)], app, expect={0})
+
+    show("loop-verify list: every task with a verify: label")
+    run([*verify, "list", *cfg, "--today", "2026-11-30"], app, expect={0})
+
+    show("loop-verify run: two pass, one fails, one hangs and is killed after 3s")
+    run([*verify, "run", *cfg, "--today", "2026-11-30"], app, expect={1})
+
+    show("what changed: one commit per verdict, backlog/ only, nothing pushed")
+    console.print(git(app, "log", "--stat", "--format=%h %s", "-n", "5").rstrip(), markup=False)
+    failed = next((app / "backlog" / "tasks").glob("task-2 *.md"))
+    console.print(f"\n[bold]{failed.relative_to(app)}[/bold] after the failure:")
+    console.print(failed.read_text().rstrip(), markup=False)
+    ahead = git(app, "rev-list", "--count", "origin/main..main").strip()
+    console.print(f"\ncommits not on the remote: {ahead} (loop-verify never pushes)")
+
+    show("loop-verify history: the ledger")
+    run([*verify, "history", *cfg], app, expect={0})
+
+    show("the loop pushes its work through git (the pre-push hook logs it)")
+    run(["git", "push", "origin", "main"], app, expect={0})
+    run([*audit, "closeout", "--run-dir", str(run_dir), "--charter", str(charter)], app,
+        expect={0})
+
+    show("someone pushes around the hook: the audit cannot explain it and fails")
+    (app / "deploy.sh").write_text("#!/bin/sh\necho deploy\n")
+    git(app, "add", "deploy.sh")
+    git(app, "commit", "-q", "-m", "sneak in a deploy script")
+    run(["git", "push", "--no-verify", "origin", "main"], app, expect={0})
+    run([*audit, "closeout", "--run-dir", str(run_dir), "--charter", str(charter)], app,
+        expect={1})
+
+    show("done")
+    console.print(f"Everything is in {SCRATCH}; run `make demo` again to start afresh.")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
