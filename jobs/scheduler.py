@@ -134,7 +134,8 @@ def _iso(moment: datetime | None) -> str | None:
 
 
 def ensure_job(scheduler: _Scheduler, trigger: CronTrigger, job: JobFunc,
-               kwargs: dict[str, Any], *, now: datetime | None = None) -> datetime | None:
+               kwargs: dict[str, Any], *, state_dir: Path,
+               now: datetime | None = None) -> datetime | None:
     """Make the stored daily job match the configuration without losing a missed run.
 
     Call on a scheduler started paused. Returns the job's next run time (which is in the past when
@@ -143,8 +144,21 @@ def ensure_job(scheduler: _Scheduler, trigger: CronTrigger, job: JobFunc,
     now = now or datetime.now(UTC)
     options: dict[str, Any] = {"misfire_grace_time": MISFIRE_GRACE_SECONDS, "coalesce": True,
                                "max_instances": 1, "name": JOB_NAME}
-    stored = scheduler.get_job(JOB_ID)
+    overdue_kept: datetime | None = None
+    try:
+        stored = scheduler.get_job(JOB_ID)
+    except Exception as exc:
+        # A stored job whose function no longer imports (renamed in an upgrade) or whose pickle
+        # is damaged would make every start fail; replace it, keeping an overdue run time.
+        recorded = stored_next_run(state_dir)
+        overdue_kept = recorded if recorded is not None and recorded <= now else None
+        scheduler.remove_job(JOB_ID)
+        _log.warning("scheduler.job_replaced", job_id=JOB_ID, error=repr(exc),
+                     kept_overdue_run=_iso(overdue_kept))
+        stored = None
     if stored is None:
+        if overdue_kept is not None:
+            options["next_run_time"] = overdue_kept
         added = scheduler.add_job(job, trigger, id=JOB_ID, kwargs=kwargs, **options)
         _log.info("scheduler.job_added", job_id=JOB_ID, trigger=str(trigger),
                   timezone=str(trigger.timezone))
@@ -264,7 +278,8 @@ def _serve_locked(config: Config, trigger: CronTrigger, job: JobFunc, kwargs: di
     scheduler.start(paused=True)
     try:
         now = datetime.now(UTC)
-        next_run = ensure_job(scheduler, trigger, job, kwargs, now=now)
+        next_run = ensure_job(scheduler, trigger, job, kwargs, state_dir=config.state_dir,
+                              now=now)
         _log.info("scheduler.started", job_id=JOB_ID, schedule=config.schedule_text,
                   timezone=str(trigger.timezone), state_dir=str(config.state_dir))
         if next_run is not None and next_run <= now:

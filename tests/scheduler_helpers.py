@@ -51,7 +51,7 @@ def seed_store(config: Config, next_run_time: datetime, job: JobFunc = record_ru
     try:
         assert config.source is not None
         ensure_job(scheduler, trigger or daily_trigger(config), job,
-                   {"config_path": str(config.source.resolve())})
+                   {"config_path": str(config.source.resolve())}, state_dir=config.state_dir)
         scheduler.modify_job(JOB_ID, next_run_time=next_run_time)
     finally:
         scheduler.shutdown(wait=True)

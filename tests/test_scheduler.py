@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from apscheduler.triggers.cron import CronTrigger
 from scheduler_helpers import (
     InProcessServe,
@@ -140,3 +141,23 @@ def test_stopping_a_paused_scheduler_does_not_touch_the_store(config: Config) ->
     scheduler.shutdown(wait=True)
     assert stored_next_run(config.state_dir) == missed
     assert runs(config) == []
+
+
+def test_a_stored_job_that_no_longer_imports_is_replaced_keeping_its_missed_run(
+        config: Config) -> None:
+    missed = datetime.now(UTC) - timedelta(hours=2)
+    seed_store(config, missed)
+    # As after an upgrade that renamed the job function: the pickled reference is dangling.
+    engine = sa.create_engine(sa.engine.URL.create(
+        "sqlite", database=str(config.state_dir / "scheduler.db")))
+    with engine.begin() as conn:
+        state = conn.execute(sa.text("SELECT job_state FROM apscheduler_jobs")).scalar_one()
+        assert b"record_run" in state
+        conn.execute(sa.text("UPDATE apscheduler_jobs SET job_state = :s"),
+                     {"s": state.replace(b"record_run", b"vanish_run")})
+    engine.dispose()
+    with InProcessServe(config, job=record_run) as daemon:
+        assert daemon.next_run == missed
+        assert wait_for(lambda: len(runs(config)) == 1, timeout=5)
+    [entry] = log_events(config.log_file, "scheduler.job_replaced")
+    assert "vanish_run" in entry["error"]
