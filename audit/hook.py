@@ -129,6 +129,8 @@ def run_pre_push(installed_run_dir: str, chained: str, hook_args: Sequence[str],
         return status  # the original hook refused: the push will not happen, nothing to log
     remote = hook_args[0] if hook_args else ""
     url = hook_args[1] if len(hook_args) > 1 else remote
+    if remote == url:
+        remote = _remote_named_by(url) or remote
     run_dir_text = env.get(ENV_VAR) or installed_run_dir
     if not run_dir_text:
         print(f"{PROG}: warning: no run directory (${ENV_VAR} unset and none given at install);"
@@ -154,6 +156,21 @@ def run_pre_push(installed_run_dir: str, chained: str, hook_args: Sequence[str],
               "unlogged", file=sys.stderr)
         return 1
     return 0
+
+
+def _remote_named_by(url: str) -> str | None:
+    """git passes the URL as the remote's name when a push names a URL, not a remote; the
+    snapshot knows remotes by name, so use the remote configured with that URL, if any."""
+    from audit.snapshot import read_remote_config  # only here: it pulls in PyGithub
+
+    try:
+        remotes = read_remote_config(os.getcwd())
+    except GitFailed:
+        return None
+    for remote in remotes.values():
+        if url in remote.urls or url in remote.pushurls:
+            return remote.name
+    return None
 
 
 def _run_chained(chained: Path, hook_args: Sequence[str], stdin: bytes) -> int:

@@ -249,3 +249,15 @@ def test_hook_install_on_a_non_repository_is_a_usage_error(
     (tmp_path / "plain").mkdir()
     assert audit_main(["hook", "install", str(tmp_path / "plain")]) == 2
     assert "not a git repository" in capsys.readouterr().err
+
+
+def test_a_push_to_a_url_is_logged_under_the_remote_with_that_url(
+        setup: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    clone, bare, run_dir = setup
+    new = commit(clone, "u.txt", "u\n", "pushed by URL")
+    assert push(clone, str(bare), "HEAD:refs/heads/by-url").returncode == 0
+    other = tmp_path / "elsewhere.git"
+    git(tmp_path, "init", "-q", "--bare", str(other))
+    assert push(clone, str(other), "HEAD:refs/heads/by-url").returncode == 0
+    assert logged(run_dir) == [("origin", "refs/heads/by-url", ZERO, new),
+                               (str(other), "refs/heads/by-url", ZERO, new)]

@@ -213,3 +213,16 @@ def test_add_refuses_an_incomplete_snapshot_and_needs_begin_first(
     assert "add refused" in capsys.readouterr().err
     assert (run_dir / BEFORE).read_bytes() == before
     assert not [p for p in os.listdir(run_dir) if p.endswith(".tmp")]
+
+
+def test_a_vanished_repository_is_unavailable_not_empty(tmp_path: Path) -> None:
+    clone, _ = make_repo_with_remote(tmp_path)
+    gone = tmp_path / "gone"
+    clone.rename(gone)
+    snap = take_snapshot([clone], charter_sha256=None)
+    entry = snap["repos"][str(clone)]
+    assert entry["available"] is False and entry["remotes"] == {}
+    assert entry["tags"]["available"] is False and entry["releases"]["available"] is False
+    assert snapshot_complete(snap) == [f"{clone}: {entry['reason']}"]
+    (tmp_path / "s.json").write_text(json.dumps(snap))
+    assert load_snapshot(tmp_path / "s.json") == snap
