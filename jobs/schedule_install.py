@@ -457,16 +457,22 @@ def launchagent_check(config: Config, *, now: datetime | None = None) -> Check |
     return Check(name, True, detail)
 
 
-def _systemd_next(env: Mapping[str, str] | None) -> datetime | None:
-    """The timer's next elapse as systemd itself reports it, when a user manager runs."""
+def _timer_state(env: Mapping[str, str] | None) -> tuple[str, datetime | None] | None:
+    """The timer's ActiveState and next elapse as systemd reports them; None without a user
+    manager to ask."""
     if not user_manager_running(env):
         return None
-    done = _run(_systemctl("show", TIMER_NAME, "-p", "NextElapseUSecRealtime", "--timestamp=unix"))
-    value = done.stdout.strip().partition("=")[2].lstrip("@")
+    query = _systemctl("show", TIMER_NAME, "-p", "ActiveState", "-p", "NextElapseUSecRealtime")
+    done = _run([*query, "--timestamp=unix"])
+    if done.returncode != 0:  # systemd < 251 has no --timestamp=unix
+        done = _run(query)
+    props = dict(line.partition("=")[::2] for line in done.stdout.splitlines())
     try:
-        return datetime.fromtimestamp(float(value), UTC)
+        nxt: datetime | None = datetime.fromtimestamp(
+            float(props.get("NextElapseUSecRealtime", "").lstrip("@")), UTC)
     except ValueError:
-        return None
+        nxt = None
+    return props.get("ActiveState", "unknown"), nxt
 
 
 def systemd_check(config: Config, *, now: datetime | None = None,
@@ -488,12 +494,18 @@ def systemd_check(config: Config, *, now: datetime | None = None,
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         return Check(name, False, f"{directory}: cannot read the units: {exc}", fix)
     now = now or datetime.now(UTC)
-    nxt = _systemd_next(env)
-    if nxt is None:
+    state = _timer_state(env)
+    if state is not None and state[0] != "active":
+        return Check(name, False, f"{timer} is installed but {state[0]}",
+                     f"systemctl --user enable --now {TIMER_NAME}")
+    reported = state[1] if state is not None else None
+    if reported is None:
         nxt = next_fire_time(*config.schedule, config.timezone, now)
-        when = f"next run {_fmt(nxt.astimezone(config.timezone))} (if the timer is enabled)"
-    else:
         when = f"next run {_fmt(nxt.astimezone(config.timezone))}"
+        if state is None:
+            when += " (if the timer is enabled; no systemd user manager to ask)"
+    else:
+        when = f"next run {_fmt(reported.astimezone(config.timezone))}"
     config_arg = Path(args[args.index("--config") + 1]) if "--config" in args[:-1] else None
     missing = _missing({"program": Path(args[0]) if args else None, "config": config_arg,
                         "log directory": config.log_file.parent})

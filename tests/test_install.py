@@ -137,8 +137,9 @@ def test_print_writes_nothing_and_matches_the_installed_plist(
     assert not config.log_file.parent.exists()
     plist = plistlib.loads(printed.encode())
     assert plist["StartCalendarInterval"] == {"Hour": 8, "Minute": 15}
-    # The program found is this environment's installed loop-verify.
-    assert plist["ProgramArguments"][0] == str(REPO_ROOT / ".venv" / "bin" / "loop-verify")
+    # The program found is an installed loop-verify, named by its absolute path.
+    program = Path(plist["ProgramArguments"][0])
+    assert program.is_absolute() and program.name == "loop-verify" and program.is_file()
     assert "OnCalendar=*-*-* 08:15:00\n" in units_printed
     assert "Persistent=true" in units_printed
 
