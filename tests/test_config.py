@@ -1,0 +1,185 @@
+"""Configuration loading and validation, as the SPEC gives it."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from jobs.config import (
+    DEFAULT_KILL_GRACE,
+    DEFAULT_TIMEOUT,
+    format_duration,
+    load_config,
+    parse_duration,
+    with_repos,
+    with_timeout,
+)
+from jobs.errors import ConfigError
+from jobs.logs import configure_logging, get_logger
+
+
+def git_repo(path: Path) -> Path:
+    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
+    return path
+
+
+@pytest.mark.parametrize(("text", "seconds"), [
+    ("90s", 90), ("30m", 1800), ("2h", 7200), ("45", 45), (12, 12), (1.5, 1.5), ("0.5s", 0.5),
+])
+def test_durations(text: object, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "5x", "m", "-1", "0", "1d", True, None, [1], "1 h 2"])
+def test_bad_durations(text: object) -> None:
+    with pytest.raises(ValueError):
+        parse_duration(text)
+
+
+def test_format_duration_round_trips() -> None:
+    for seconds in (1800, 7200, 90, 1, 1.5):
+        assert parse_duration(format_duration(seconds)) == seconds
+    assert format_duration(1800) == "30m" and format_duration(90) == "90s"
+
+
+def test_full_config(tmp_path: Path) -> None:
+    app = git_repo(tmp_path / "app")
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(
+        "repos:\n  - path: app\n    branch: trunk\n    timeout: 2h\n  - app\n"
+        "timeout: 90s\nkill_grace: 3s\ntimezone: Europe/London\nschedule: '06:05'\n"
+        "state_dir: state\nlog_file: logs/x.jsonl\nledger: sqlite:///tmp/l.db\n")
+    config = load_config(cfg, env={})
+    assert [r.path for r in config.repos] == [app.resolve(), app.resolve()]
+    assert config.repos[0].branch == "trunk" and config.repos[1].branch == "main"
+    assert config.timeout_for(config.repos[0]) == 7200
+    assert config.timeout_for(config.repos[1]) == 90
+    assert config.kill_grace == 3 and config.schedule == (6, 5)
+    assert config.schedule_text == "06:05"
+    assert config.timezone_name == "Europe/London"
+    assert config.state_dir == tmp_path / "state"
+    assert config.log_file == tmp_path / "logs" / "x.jsonl"
+    assert config.ledger == "sqlite:///tmp/l.db"
+
+
+def test_defaults_and_search_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    config = load_config(None, env={"XDG_STATE_HOME": str(tmp_path / "xs"),
+                                    "XDG_CONFIG_HOME": str(tmp_path / "xc")})
+    assert config.source is None and config.repos == ()
+    assert config.timeout == DEFAULT_TIMEOUT and config.kill_grace == DEFAULT_KILL_GRACE
+    assert config.schedule == (7, 30)
+    assert config.state_dir == tmp_path / "xs" / "loop-jobs"
+    assert config.log_file == tmp_path / "xs" / "loop-jobs" / "loop-jobs.jsonl"
+    assert config.ledger == f"sqlite:///{tmp_path / 'xs' / 'loop-jobs' / 'ledger.db'}"
+
+    xdg = tmp_path / "xc" / "loop-jobs" / "config.yaml"
+    xdg.parent.mkdir(parents=True)
+    xdg.write_text("timeout: 5m\n")
+    assert load_config(None, env={"XDG_CONFIG_HOME": str(tmp_path / "xc")}).timeout == 300
+    named = tmp_path / "named.yaml"
+    named.write_text("timeout: 7m\n")
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "xc"), "LOOP_JOBS_CONFIG": str(named)}
+    assert load_config(None, env=env).timeout == 420
+    flag = tmp_path / "flag.yaml"
+    flag.write_text("timeout: 9m\n")
+    assert load_config(flag, env=env).timeout == 540
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "missing.yaml", env={})
+
+
+def test_unquoted_schedule_reads_as_a_time(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("schedule: 07:30\n")  # YAML 1.1 sexagesimal: 450
+    assert load_config(cfg, env={}).schedule == (7, 30)
+
+
+@pytest.mark.parametrize(("text", "key", "line"), [
+    ("timeout: 30m\ncolour: blue\n", "colour", 2),
+    ("timeout: soon\n", "timeout", 1),
+    ("kill_grace: -3s\n", "kill_grace", 1),
+    ("timezone: Nowhere/Land\n", "timezone", 1),
+    ("schedule: '25:00'\n", "schedule", 1),
+    ("state_dir: 3\n", "state_dir", 1),
+    ("ledger: just-a-path.db\n", "ledger", 1),
+    ("repos: app\n", "repos", 1),
+    ("repos:\n  - path: /definitely/not/here\n", "repos[0].path", 2),
+    ("repos:\n  - path: .\n    branch: main\n    colour: x\n", "repos[0].colour", 4),
+    ("repos:\n  - branch: main\n", "repos[0]", 2),
+    ("repos:\n  - path: .\n    timeout: forever\n", "repos[0].timeout", 3),
+])
+def test_errors_name_file_line_key_and_value(tmp_path: Path, text: str, key: str,
+                                             line: int) -> None:
+    git_repo(tmp_path)
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(cfg, env={})
+    assert info.value.key == key
+    assert info.value.exit_code == 2
+    assert str(info.value).startswith(f"{cfg}:{line}: {key}: ")
+    assert "(got " in str(info.value)
+
+
+def test_broken_yaml_and_non_mapping(tmp_path: Path) -> None:
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text("repos: [\n")
+    with pytest.raises(ConfigError, match="not valid YAML"):
+        load_config(cfg, env={})
+    cfg.write_text("- a\n- b\n")
+    with pytest.raises(ConfigError, match="mapping"):
+        load_config(cfg, env={})
+    cfg.write_bytes(b"timeout: \xff\n")
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_config(cfg, env={})
+
+
+def test_a_subdirectory_is_not_a_work_tree_root(tmp_path: Path) -> None:
+    git_repo(tmp_path / "app")
+    (tmp_path / "app" / "sub").mkdir()
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("repos: [app/sub]\n")
+    with pytest.raises(ConfigError, match="not a git work tree"):
+        load_config(cfg, env={})
+
+
+def test_command_line_overrides(tmp_path: Path) -> None:
+    app = git_repo(tmp_path / "app")
+    other = git_repo(tmp_path / "other")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("repos:\n  - path: app\n    branch: trunk\n    timeout: 1h\n")
+    config = load_config(cfg, env={})
+    replaced = with_repos(config, [str(other), str(app)])
+    assert [r.path for r in replaced.repos] == [other.resolve(), app.resolve()]
+    assert replaced.repos[1].branch == "trunk"  # a configured repo keeps its settings
+    with pytest.raises(ConfigError, match="--repo"):
+        with_repos(config, [str(tmp_path / "nope")])
+    short = with_timeout(config, "5s")
+    assert short.timeout_for(short.repos[0]) == 5
+    with pytest.raises(ConfigError, match="--timeout"):
+        with_timeout(config, "later")
+
+
+def test_json_log_lines_have_utc_timestamps_and_events(tmp_path: Path) -> None:
+    log_file = tmp_path / "logs" / "x.jsonl"
+    configure_logging(log_file, console=False)
+    get_logger("loop-verify").info("verify.passed", task="TASK-1", repo="/r")
+    logging.getLogger("apscheduler.scheduler").warning("stdlib record")
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError:
+        secret = "ghp_secret_token"  # must never reach the log through frame locals
+        get_logger("loop-verify").exception("verify.error", token_len=len(secret))
+    lines = [json.loads(line) for line in log_file.read_text().splitlines()]
+    assert [entry["event"] for entry in lines] == ["verify.passed", "stdlib record",
+                                                    "verify.error"]
+    assert lines[0]["task"] == "TASK-1" and lines[0]["level"] == "info"
+    for entry in lines:
+        assert entry["timestamp"].endswith("Z")
+    assert "ghp_secret_token" not in log_file.read_text()
+    assert "boom" in log_file.read_text()
+    configure_logging(None, console=False)
