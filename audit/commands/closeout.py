@@ -1,0 +1,113 @@
+"""`closeout` (snapshot again, judge, write both reports) and `compare BEFORE AFTER`.
+
+Charter rules, failing closed (also in the README): the charter is frozen at `begin`, so
+* `--charter FILE` whose bytes no longer hash to the before-snapshot's `charter_sha256` is
+  refused (exit 2) before it grants anything;
+* `--charter FILE` when `begin` recorded no charter is refused (exit 2): authority that was not
+  frozen at arm cannot be granted at closeout;
+* no `--charter` when `begin` recorded one is refused (exit 2) rather than silently judged
+  without the authority the run was armed with (the snapshot records only the hash, not where
+  the file is);
+* no `--charter` and none recorded: nothing is granted.
+
+The push log is `--push-log FILE` (which must exist), else for closeout `RUN_DIR/push-log.jsonl`
+(absent means nothing was pushed); `compare` without `--push-log` judges with an empty log.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from audit.charter import Charter, charter_sha256, load_charter
+from audit.compare import Finding, exit_code, judge
+from audit.github import github_hosts
+from audit.history import gather_history
+from audit.pushlog import PushEntry, read_push_log
+from audit.report import render_json, render_text
+from audit.rundir import (
+    AFTER,
+    BEFORE,
+    PUSH_LOG,
+    REPORT_JSON,
+    REPORT_TXT,
+    resolve_run_dir,
+    run_lock,
+    write_json,
+)
+from audit.snapshot import load_snapshot, take_snapshot
+from jobs.errors import InputError, UsageError
+from jobs.fsutil import atomic_write
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.command == "compare":
+        return compare(args)
+    return closeout(args)
+
+
+def closeout(args: argparse.Namespace) -> int:
+    run_dir = resolve_run_dir(args.run_dir)
+    before_path = run_dir / BEFORE
+    if not before_path.exists():
+        raise UsageError(f"no {BEFORE} in {run_dir}: run `loop-pi-audit begin` first")
+    with run_lock(run_dir):
+        before = load_snapshot(before_path)
+        charter = resolve_charter(args.charter, before, before_path)
+        entries = load_push_log(args.push_log, run_dir / PUSH_LOG)
+        repos = [Path(repo) for repo in before["repos"]]
+        after = take_snapshot(repos, charter_sha256=before["charter_sha256"])
+        write_json(run_dir / AFTER, after)
+        findings = judge_snapshots(before, after, entries, charter)
+        text, data = render_text(findings), render_json(findings)
+        atomic_write(run_dir / REPORT_JSON, data.encode("utf-8"))
+        atomic_write(run_dir / REPORT_TXT, text.encode("utf-8"))
+    print(data if args.json else text, end="")
+    return exit_code(findings)
+
+
+def compare(args: argparse.Namespace) -> int:
+    before_path = Path(args.before)
+    before = load_snapshot(before_path)
+    after = load_snapshot(Path(args.after))
+    charter = resolve_charter(args.charter, before, before_path)
+    entries = load_push_log(args.push_log, None)
+    findings = judge_snapshots(before, after, entries, charter)
+    print(render_json(findings) if args.json else render_text(findings), end="")
+    return exit_code(findings)
+
+
+def judge_snapshots(before: Mapping[str, Any], after: Mapping[str, Any],
+                    entries: Sequence[PushEntry], charter: Charter | None) -> list[Finding]:
+    history = gather_history(before, after, entries)
+    return judge(before, after, charter, history, github_hosts())
+
+
+def resolve_charter(arg: str | None, before: Mapping[str, Any],
+                    before_path: Path) -> Charter | None:
+    recorded = before.get("charter_sha256")
+    if arg is None:
+        if recorded:
+            raise UsageError(f"{before_path} was armed with a charter (sha256 {recorded[:12]}…); "
+                             "pass that same file with --charter")
+        return None
+    path = Path(arg)
+    if not recorded:
+        raise UsageError(f"--charter {path}: {before_path} recorded no charter at begin, and a "
+                         "charter not frozen at arm grants nothing")
+    actual = charter_sha256(path)
+    if actual != recorded:
+        raise InputError(path, f"charter changed since begin (sha256 {actual[:12]}…, frozen "
+                         f"{recorded[:12]}…); refusing to grant anything from it")
+    return load_charter(path)
+
+
+def load_push_log(arg: str | None, default: Path | None) -> list[PushEntry]:
+    if arg is not None:
+        path = Path(arg)
+        if not path.exists():
+            raise InputError(path, "no such push log")
+        return read_push_log(path)
+    return read_push_log(default) if default is not None else []

@@ -1,0 +1,28 @@
+"""`report`: print the last closeout's report again, exiting as that closeout did."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from audit.rundir import REPORT_JSON, REPORT_TXT, resolve_run_dir, run_lock
+from jobs.errors import InputError, UsageError
+
+EXIT_BY_VERDICT = {"pass": 0, "fail": 1, "could_not_check": 3}
+
+
+def main(args: argparse.Namespace) -> int:
+    run_dir = resolve_run_dir(args.run_dir)
+    text_path, json_path = run_dir / REPORT_TXT, run_dir / REPORT_JSON
+    if not text_path.exists():
+        raise UsageError(f"no report in {run_dir}: run `loop-pi-audit closeout` first")
+    with run_lock(run_dir):
+        try:
+            text = text_path.read_text(encoding="utf-8")
+            verdict = json.loads(json_path.read_text(encoding="utf-8")).get("verdict")
+        except (OSError, UnicodeDecodeError, ValueError, AttributeError) as exc:
+            raise InputError(json_path, f"cannot read the last report: {exc}") from None
+    if verdict not in EXIT_BY_VERDICT:
+        raise InputError(json_path, f"unknown verdict {verdict!r}")
+    print(text, end="")
+    return EXIT_BY_VERDICT[verdict]

@@ -1,0 +1,190 @@
+"""The git layer of the judgement: what history says about each changed default branch.
+
+Cost is bounded by refs, not commits. Per repository: one `cat-file --batch-check` for every tip
+the judgement needs (plus one more after fetching, when something was missing), at most two
+`git fetch` per remote (the moved refs by name into `refs/loop-pi-audit/<remote>/`, then any tip
+still missing by SHA). Per changed default branch: one `merge-base --is-ancestor` and one
+`git log --name-only` over the whole range together with the push log's tips for that remote.
+Which log entry covers which commit is then worked out in Python (`audit.compare.reach_bits`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from audit.compare import (
+    BranchHistory,
+    Change,
+    Commit,
+    History,
+    entry_covers_remote,
+    judged_branch,
+)
+from audit.git import GitFailed, fetch_for_audit, history_log, is_ancestor, object_types
+from audit.pushlog import ZERO, PushEntry, same_repo
+
+PRIVATE_NAMESPACE = "refs/loop-pi-audit"
+
+
+@dataclass
+class _Work:
+    remote: str
+    change: Change
+    before_part: Mapping[str, Any]
+    after_part: Mapping[str, Any]
+    entries: list[PushEntry] = field(default_factory=list)
+
+    def entry_tips(self) -> set[str]:
+        return {s for e in self.entries for s in (e.old, e.new) if s != ZERO}
+
+    def exclusions(self) -> set[str]:
+        """What `before` means: the old tip, or for an added branch every tip the remote had."""
+        if self.change.before is not None:
+            return {self.change.before}
+        return set(self.before_part.get("refs", {}).values())
+
+
+def entries_by_repo(repos: Sequence[str], entries: Sequence[PushEntry]
+                    ) -> dict[str, tuple[PushEntry, ...]]:
+    """The log entries naming each repository (by real path or git common dir, so a linked
+    worktree counts and another clone does not); one identity lookup per distinct path."""
+    out: dict[str, tuple[PushEntry, ...]] = {}
+    for repo in repos:
+        out[repo] = tuple(e for e in entries if same_repo(e.repo, repo))
+    return out
+
+
+def gather_history(before: Mapping[str, Any], after: Mapping[str, Any],
+                   entries: Sequence[PushEntry], *, fetch: bool = True) -> History:
+    b_repos: Mapping[str, Any] = before.get("repos", {})
+    a_repos: Mapping[str, Any] = after.get("repos", {})
+    common = sorted(set(b_repos) & set(a_repos))
+    by_repo = entries_by_repo(common, entries)
+    branches: dict[tuple[str, str, str], BranchHistory] = {}
+    for repo in common:
+        b, a = b_repos[repo], a_repos[repo]
+        if b.get("available") is False or a.get("available") is False:
+            continue
+        work: list[_Work] = []
+        for name in sorted(set(b.get("remotes", {})) & set(a.get("remotes", {}))):
+            b_part, a_part = b["remotes"][name], a["remotes"][name]
+            if not (b_part.get("available") and a_part.get("available")):
+                continue
+            change = judged_branch(b_part, a_part)
+            if change is not None:
+                work.append(_Work(name, change, b_part, a_part,
+                                  [e for e in by_repo[repo]
+                                   if entry_covers_remote(e, name, a_part)]))
+        if not work:
+            continue
+        try:
+            results = _read_repo(repo, work, fetch)
+        except GitFailed as exc:
+            results = {w.remote: BranchHistory(None, problem=f"git failed in {repo}: {exc}")
+                       for w in work}
+        for w in work:
+            branches[(repo, w.remote, w.change.ref)] = results[w.remote]
+    return History(entries=by_repo, branches=branches)
+
+
+def _read_repo(repo: str, work: Sequence[_Work], fetch: bool) -> dict[str, BranchHistory]:
+    needed: set[str] = set()
+    for w in work:
+        needed |= {w.change.after or ZERO} | w.exclusions() | w.entry_tips()
+    needed.discard(ZERO)
+    types = object_types(repo, sorted(needed))
+    fetch_errors: dict[str, str] = {}
+    if fetch:
+        types, fetch_errors = _fetch_missing(repo, work, types)
+    results: dict[str, BranchHistory] = {}
+    for w in work:
+        results[w.remote] = _read_branch(repo, w, types, fetch_errors.get(w.remote))
+    return results
+
+
+def _fetch_missing(repo: str, work: Sequence[_Work], types: dict[str, str | None]
+                   ) -> tuple[dict[str, str | None], dict[str, str]]:
+    """Bring in tips the judgement needs and the clone lacks: first the moved refs by name (one
+    fetch per remote), then whatever is still missing by SHA (one more fetch per remote)."""
+    errors: dict[str, str] = {}
+
+    def missing(w: _Work) -> list[str]:
+        tips = [w.change.after] + ([w.change.before] if w.change.before else [])
+        return [t for t in tips if t is not None and types.get(t) is None]
+
+    for by_sha in (False, True):
+        todo = [w for w in work if missing(w)]
+        if not todo:
+            break
+        for w in todo:
+            if by_sha:
+                specs = missing(w)
+            else:
+                specs = [f"+{w.change.ref}:{PRIVATE_NAMESPACE}/{w.remote}/"
+                         f"{w.change.ref.removeprefix('refs/')}"]
+            try:
+                fetch_for_audit(repo, w.remote, specs)
+            except GitFailed as exc:
+                errors[w.remote] = f"git fetch {w.remote} failed: {exc}"
+        types = {**types, **object_types(repo, [t for w in todo for t in missing(w)])}
+    return types, errors
+
+
+def _read_branch(repo: str, w: _Work, types: Mapping[str, str | None],
+                 fetch_error: str | None) -> BranchHistory:
+    after, before = w.change.after, w.change.before
+    assert after is not None
+    for label, sha in (("new tip", after), ("old tip", before)):
+        if sha is not None and types.get(sha) != "commit":
+            kind = types.get(sha)
+            what = f"is a {kind}, not a commit" if kind else "is not in the clone"
+            return BranchHistory(None, problem=f"{label} {sha[:12]} of {w.change.ref} {what}"
+                                 + (f" ({fetch_error})" if fetch_error else
+                                    " and could not be fetched" if not kind else ""))
+    fast_forward = is_ancestor(repo, before, after) if before is not None else None
+    present = frozenset(t for t in w.entry_tips() if types.get(t) == "commit")
+    exclude = sorted(x for x in w.exclusions() if types.get(x) == "commit")
+    tips = [after, *sorted(present - {after})]
+    commits = parse_history(history_log(repo, tips, exclude))
+    return BranchHistory(fast_forward, tuple(commits), present)
+
+
+def _clean(text: str) -> str:
+    """git's bytes as text that can always be written out (invalid UTF-8 becomes U+FFFD)."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def parse_history(text: str) -> list[Commit]:
+    """Parse `audit.git.history_log` output (see HISTORY_FORMAT)."""
+    commits: list[Commit] = []
+    header: str | None = None
+    paths: list[str] = []
+    expect_header = False
+
+    def flush() -> None:
+        if header is not None:
+            commits.append(_commit(header, paths))
+
+    for token in text.split("\0"):
+        if expect_header:
+            flush()
+            header, paths, expect_header = token, [], False
+        elif token == "":
+            expect_header = True
+        else:
+            paths.append(_clean(token[1:] if not paths and token.startswith("\n") else token))
+    flush()
+    return commits
+
+
+def _commit(header: str, paths: list[str]) -> Commit:
+    fields = header.split("\x1f")
+    sha = fields[0]
+    parents = tuple(fields[1].split()) if len(fields) > 1 else ()
+    if len(fields) != 4:
+        # A subject or trailer holding our separator: keep the graph and paths, trust no text.
+        return Commit(sha, parents, None, (), tuple(paths))
+    sessions = tuple(_clean(s.strip()) for s in fields[3].split("\x1e") if s.strip())
+    return Commit(sha, parents, _clean(fields[2]), sessions, tuple(paths))

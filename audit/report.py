@@ -1,0 +1,49 @@
+"""Rendering findings: one text line each (commits indented beneath their ref) and the JSON."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from audit.compare import FAILING, Finding, overall, short
+
+
+def finding_line(f: Finding) -> str:
+    if f.kind == "commit":
+        return f"    commit {short(f.commit)} [{f.verdict}] {f.reason}"
+    what = f.kind.replace("-", " ")
+    span = f"{_end(f.before, f)}..{_end(f.after, f)}"
+    return (f"[{f.repo}] {f.remote or '-'} {f.ref or '-'}: {what} {span} "
+            f"[{f.verdict}] {f.reason}")
+
+
+def _end(sha: str | None, f: Finding) -> str:
+    # An absent ref is zeros, as in the push log; a finding about no ref at all has no ends.
+    if sha is None and f.kind.endswith(("-added", "-deleted")) and not f.kind.startswith(
+            ("repo-", "remote-")):
+        return short(None)
+    return short(sha) if sha is not None else "-"
+
+
+def summary_line(findings: Sequence[Finding]) -> str:
+    if not findings:
+        return "audit: no remote changes"
+    failing = sum(1 for f in findings if f.verdict in FAILING)
+    return f"audit: {len(findings)} finding{'s' if len(findings) != 1 else ''}, {failing} failing"
+
+
+def render_text(findings: Sequence[Finding]) -> str:
+    return "".join(finding_line(f) + "\n" for f in findings) + summary_line(findings) + "\n"
+
+
+def report_object(findings: Sequence[Finding]) -> dict[str, Any]:
+    verdict = overall(findings)
+    return {"ok": verdict == "pass", "verdict": verdict,
+            "findings": [f.as_json() for f in findings]}
+
+
+def render_json(findings: Sequence[Finding]) -> str:
+    """Byte-identical for the same findings: sorted keys, fixed separators, no timestamps."""
+    return json.dumps(report_object(findings), sort_keys=True, indent=2,
+                      ensure_ascii=False) + "\n"
