@@ -27,6 +27,8 @@ class RemoteConfig:
     name: str
     urls: list[str] = field(default_factory=list)
     pushurls: list[str] = field(default_factory=list)
+    # Where git actually goes after url.<base>.insteadOf / pushInsteadOf.
+    effective: list[str] = field(default_factory=list)
 
 
 def repo_key(repo: Path | str) -> str:
@@ -35,25 +37,49 @@ def repo_key(repo: Path | str) -> str:
 
 
 def read_remote_config(repo: Path | str) -> dict[str, RemoteConfig]:
-    """Every remote's configured URLs and push URLs, as written (before insteadOf), in one call."""
+    """Every remote's configured URLs and push URLs, as written (before insteadOf), and where
+    they lead after rewriting, from one `git config` call."""
     try:
-        out = run_git(repo, "config", "-z", "--get-regexp", r"^remote\.", timeout=30)
+        out = run_git(repo, "config", "-z", "--get-regexp", r"^(remote|url)\.", timeout=30)
     except GitFailed as exc:
         if exc.returncode == 1:  # no key matched: a repository without remotes
             return {}
         raise
     remotes: dict[str, RemoteConfig] = {}
+    # url.<base>.insteadOf <prefix> → {prefix: base}, per kind.
+    rules: dict[str, dict[str, str]] = {"insteadof": {}, "pushinsteadof": {}}
     for record in out.split("\0"):
         if not record:
             continue
         key, _, value = record.partition("\n")
-        # remote.<name>.<variable>; a name may itself contain dots.
-        body, _, variable = key[len("remote."):].rpartition(".")
-        if not body or variable not in ("url", "pushurl"):
+        section, _, rest = key.partition(".")
+        # <section>.<name>.<variable>; a remote name or URL base may itself contain dots.
+        body, _, variable = rest.rpartition(".")
+        if not body:
             continue
-        remote = remotes.setdefault(body, RemoteConfig(body))
-        (remote.urls if variable == "url" else remote.pushurls).append(value)
+        if section == "url" and variable in rules:
+            rules[variable][value] = body
+        elif section == "remote" and variable in ("url", "pushurl"):
+            remote = remotes.setdefault(body, RemoteConfig(body))
+            (remote.urls if variable == "url" else remote.pushurls).append(value)
+    plain, push_only = rules["insteadof"], rules["pushinsteadof"]
+    for remote in remotes.values():
+        fetch = [_rewrite(u, plain) or u for u in remote.urls]
+        if remote.pushurls:
+            push = [_rewrite(u, plain) or u for u in remote.pushurls]
+        else:
+            push = [_rewrite(u, push_only) or _rewrite(u, plain) or u for u in remote.urls]
+        remote.effective = list(dict.fromkeys(fetch + push))
     return dict(sorted(remotes.items()))
+
+
+def _rewrite(url: str, rules: Mapping[str, str]) -> str | None:
+    """git's insteadOf rule: the longest matching prefix wins."""
+    matches = [prefix for prefix in rules if url.startswith(prefix)]
+    if not matches:
+        return None
+    best = max(matches, key=len)
+    return rules[best] + url[len(best):]
 
 
 def parse_ls_remote(text: str) -> tuple[dict[str, str], dict[str, str]]:
@@ -109,17 +135,21 @@ def snapshot_tags(repo: str) -> dict[str, Any]:
 def github_repos_of(remotes: Mapping[str, RemoteConfig],
                     env: Mapping[str, str] = os.environ) -> list[str]:
     """Distinct GitHub owner/names the remotes' configured URLs name, the primary first:
-    origin's fetch URL, else origin's push URL, else the first remote by name."""
+    origin's fetch URL, else origin's push URL, else the first remote by name.
+
+    URLs that only reach GitHub through insteadOf (a shorthand such as `gh:o/n`) come last:
+    attribution follows the configured URL, but a rewrite must not hide a GitHub remote."""
     hosts = github_hosts(env)
     ordered = sorted(remotes.values(), key=lambda r: (r.name != "origin", r.name))
     found: list[str] = []
     seen: set[str] = set()
-    for remote in ordered:
-        for url in [*remote.urls, *remote.pushurls]:
-            name = github_repo_from_url(url, hosts)
-            if name is not None and name.lower() not in seen:
-                seen.add(name.lower())
-                found.append(name)
+    candidates = [u for r in ordered for u in [*r.urls, *r.pushurls]]
+    candidates += [u for r in ordered for u in r.effective]
+    for url in candidates:
+        name = github_repo_from_url(url, hosts)
+        if name is not None and name.lower() not in seen:
+            seen.add(name.lower())
+            found.append(name)
     return found
 
 

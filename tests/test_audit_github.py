@@ -285,3 +285,23 @@ def git_binary() -> str:
     found = shutil.which("git")
     assert found is not None
     return found
+
+
+def test_a_shorthand_that_reaches_github_through_insteadof_is_not_hidden(
+        tmp_path: Path, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    clone, bare = make_repo_with_remote(tmp_path)
+    monkeypatch.setenv("GITHUB_API_URL", api(httpserver))
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    # Fetches go to the local bare repository; pushes would go to GitHub via pushInsteadOf.
+    git(clone, "remote", "set-url", "origin", "gh:octo/widgets.git")
+    git(clone, "config", f"url.{bare.parent}/.insteadOf", "gh:octo/")
+    git(clone, "config", f"url.{tmp_path}/nowhere/.insteadOf", "gh:")  # shorter: loses
+    git(clone, "config", "url.git@localhost:.pushInsteadOf", "gh:")
+    (bare.parent / "widgets.git").symlink_to(bare)
+    serve_two_pages(httpserver)
+    repo = take_snapshot([clone], charter_sha256=None)["repos"][str(clone.resolve())]
+    assert repo["remotes"]["origin"]["available"] is True
+    assert repo["remotes"]["origin"]["url"] == "gh:octo/widgets.git"
+    assert repo["releases"]["available"] is True
+    assert repo["releases"]["github_repo"] == OWNER_NAME
+    assert len(repo["releases"]["releases"]) == 3
