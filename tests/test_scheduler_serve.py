@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -118,3 +119,38 @@ def test_sigterm_during_a_recipe_stops_its_tree_and_records_interrupted(tmp_path
     # The interrupted run was the caught-up one; tomorrow's stays scheduled.
     next_run = stored_next_run(config.state_dir)
     assert next_run is not None and next_run > datetime.now(UTC)
+
+
+def _stop(daemon: subprocess.Popen[str]) -> str:
+    daemon.send_signal(signal.SIGTERM)
+    out, err = daemon.communicate(timeout=20)
+    assert daemon.returncode == 0, err
+    return out
+
+
+def test_real_serve_catches_up_a_missed_run_exactly_once(tmp_path: Path) -> None:
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    config = load_config(repo.config_path)
+    seed_store(config, datetime.now(UTC) - timedelta(hours=5), job=run_daily_verification)
+
+    def events(name: str) -> list[dict[str, object]]:
+        return [e for e in repo.log_events() if e["event"] == name]
+
+    daemon = _serve(repo)
+    try:
+        assert wait_for(lambda: bool(events("scheduler.run_finished")), timeout=20)
+    finally:
+        out = _stop(daemon)
+    assert "next run" in out
+    assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-ok)"
+
+    # Started again the same day: the missed run is not run a second time.
+    daemon = _serve(repo)
+    try:
+        assert wait_for(lambda: len(events("scheduler.next_run")) >= 3, timeout=20)
+        time.sleep(1.0)  # time for a wrongly due run to be submitted
+    finally:
+        _stop(daemon)
+    assert len(events("scheduler.run_started")) == 1
+    assert [a["verdict"] for a in repo.history()] == ["pass"]
+    assert len([s for s in repo.subjects() if s.startswith("loop-verify:")]) == 1
