@@ -38,7 +38,7 @@ from jobs.errors import InputError
 from jobs.fsutil import atomic_write
 
 __all__ = [
-    "DEFAULT_STATUSES", "MAX_TASK_BYTES", "VERIFY_LABEL", "BacklogConfig", "BacklogError", "Scan",
+    "DEFAULT_STATUSES", "FRONTMATTER_RE", "MAX_TASK_BYTES", "VERIFY_LABEL", "BacklogConfig", "BacklogError", "Scan",
     "Task", "TaskEditError", "TaskFileError", "TaskParseError", "add_label", "append_notes",
     "id_key", "parse_task", "read_config", "read_task", "remove_label", "scan", "set_status",
     "set_updated_date", "write_task",
