@@ -67,8 +67,9 @@ def hook_script(python: str, run_dir: Path | None, chained: Path) -> str:
         "#!/bin/sh\n"
         f"{MARKER}: records every pushed ref in the run's push log.\n"
         "# Installed by `loop-pi-audit hook install`; remove with `loop-pi-audit hook uninstall`.\n"
-        # -I: the repository being pushed is the cwd and must not shadow our modules.
-        f"exec {q(python)} -I -m audit.hook pre-push {q(str(run_dir) if run_dir else '')} "
+        # -P: the repository being pushed is the cwd and must not shadow our modules (not -I,
+        # which would also drop a --user install's site-packages).
+        f"exec {q(python)} -P -m audit.hook pre-push {q(str(run_dir) if run_dir else '')} "
         f"{q(str(chained))} \"$@\"\n")
 
 

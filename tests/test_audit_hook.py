@@ -261,3 +261,15 @@ def test_a_push_to_a_url_is_logged_under_the_remote_with_that_url(
     assert push(clone, str(other), "HEAD:refs/heads/by-url").returncode == 0
     assert logged(run_dir) == [("origin", "refs/heads/by-url", ZERO, new),
                                (str(other), "refs/heads/by-url", ZERO, new)]
+
+
+def test_a_repository_with_its_own_audit_package_cannot_hijack_the_hook(
+        setup: tuple[Path, Path, Path], tmp_path: Path) -> None:
+    clone, _, run_dir = setup
+    (clone / "audit").mkdir()
+    (clone / "audit" / "__init__.py").write_text("")
+    (clone / "audit" / "hook.py").write_text("raise SystemExit('hijacked')\n")
+    new = commit(clone, "audit/hook.py", "raise SystemExit('hijacked')\n", "a look-alike")
+    done = push(clone, "origin", "HEAD:refs/heads/lookalike")
+    assert done.returncode == 0 and "hijacked" not in done.stderr
+    assert logged(run_dir) == [("origin", "refs/heads/lookalike", ZERO, new)]
