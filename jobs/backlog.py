@@ -38,10 +38,10 @@ from jobs.errors import InputError
 from jobs.fsutil import atomic_write
 
 __all__ = [
-    "DEFAULT_STATUSES", "FRONTMATTER_RE", "MAX_TASK_BYTES", "VERIFY_LABEL", "BacklogConfig", "BacklogError", "Scan",
-    "Task", "TaskEditError", "TaskFileError", "TaskParseError", "add_label", "append_notes",
-    "id_key", "parse_task", "read_config", "read_task", "remove_label", "scan", "set_status",
-    "set_updated_date", "write_task",
+    "DEFAULT_STATUSES", "FRONTMATTER_RE", "MAX_TASK_BYTES", "VERIFY_LABEL", "BacklogConfig",
+    "BacklogError", "Scan", "Task", "TaskEditError", "TaskFileError", "TaskParseError",
+    "add_label", "append_notes", "id_key", "parse_task", "read_config", "read_task",
+    "remove_label", "scan", "set_status", "set_updated_date", "write_task",
 ]
 
 VERIFY_LABEL = re.compile(r"^verify:(\d{4}-\d{2}-\d{2})$")

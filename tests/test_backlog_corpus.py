@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -83,7 +84,7 @@ def _check_remove(task: Task) -> None:
             assert new[j].startswith(("labels:", "updated_date:")), (task.path, new[j])
 
 
-def test_corpus_round_trip(record_property: pytest.RecordProperty,
+def test_corpus_round_trip(record_property: Callable[[str, object], None],
                            capsys: pytest.CaptureFixture[str]) -> None:
     repos = _repos()
     n_tasks = 0
