@@ -17,7 +17,7 @@ from typing import Any
 
 from audit.git import GitFailed, remote_timeout, run_git
 from audit.github import api_base_url, find_token, github_hosts, github_repo_from_url, read_releases
-from jobs.errors import InputError
+from jobs.errors import InputError, UsageError
 
 NOT_ON_GITHUB = "no remote on a GitHub host"
 
@@ -201,13 +201,13 @@ def take_snapshot(repos: Sequence[Path], *, charter_sha256: str | None,
             entries[key] = {"available": False, "reason": reason, "taken_at": when,
                             "remotes": {}, "tags": {"available": False, "reason": reason},
                             "releases": {"available": False, "reason": reason}}
-    jobs = [(key, remote) for key, cfg in configs.items() for remote in cfg.values()]
-    with ThreadPoolExecutor(max_workers=max(1, min(8, len(jobs)))) as pool:
-        remote_parts = list(pool.map(lambda job: snapshot_remote(job[0], job[1], timeout), jobs))
+    work = [(key, remote) for key, cfg in configs.items() for remote in cfg.values()]
+    with ThreadPoolExecutor(max_workers=max(1, min(8, len(work)))) as pool:
+        remote_parts = list(pool.map(lambda job: snapshot_remote(job[0], job[1], timeout), work))
     for key, cfg in configs.items():
         entries[key] = {
             "taken_at": when,
-            "remotes": {r.name: part for (k, r), part in zip(jobs, remote_parts, strict=True)
+            "remotes": {r.name: part for (k, r), part in zip(work, remote_parts, strict=True)
                         if k == key},
             "tags": snapshot_tags(key),
             "releases": snapshot_releases(cfg, token_cache, env),
@@ -331,8 +331,6 @@ def _check_part(where: str, part: Any, fields: Mapping[str, type]) -> str | None
 
 def require_repository(path: str) -> Path:
     """A REPO argument must be an existing git repository: a typo must not snapshot nothing."""
-    from jobs.errors import UsageError
-
     repo = Path(path)
     if not repo.is_dir():
         raise UsageError(f"{path}: no such directory")
