@@ -60,8 +60,8 @@ WAKE_INTERVAL = 60.0
 
 EXIT_SERVE_BUSY = EXIT_UNCHECKED
 
-# Set by the signal handler; the verification run sees it and stops its recipe (the whole process
-# tree), records the attempt as interrupted and edits no task.
+# Set when `serve` stops (SIGTERM/SIGINT): the verification run sees it, stops its recipe (the whole
+# process tree), records the attempt as interrupted and edits no task.
 STOP = threading.Event()
 
 JobFunc = Callable[..., Any]
@@ -260,6 +260,7 @@ def serve(config: Config, *, job: JobFunc = run_daily_verification,
     config_path = str(config.source.resolve()) if config.source is not None else None
     with serve_lock(config.state_dir):
         stop.clear()
+        STOP.clear()
         previous = _install_handlers(stop) if install_signal_handlers else {}
         try:
             return _serve_locked(config, trigger, job, {"config_path": config_path}, stop,
@@ -297,6 +298,7 @@ def _serve_locked(config: Config, trigger: CronTrigger, job: JobFunc, kwargs: di
         while not stop.wait(WAKE_INTERVAL):
             scheduler.wakeup()
         _log.info("scheduler.stopping", job_id=JOB_ID)
+        STOP.set()  # the running verification, if any, stops its recipe and returns
     finally:
         # Waits for a running verification, which has seen `stop` and is winding down.
         scheduler.shutdown(wait=True)
