@@ -15,6 +15,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time as time_module
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta, tzinfo
@@ -331,7 +332,14 @@ def install_launchagent(config: Config, *, print_only: bool = False, out: Output
         out(f"  {_show(bootstrap)}")
         return 0
     _run(bootout)  # not loaded yet is fine
-    done = _run(bootstrap)
+    # A `launchctl disable` left by the user would make bootstrap fail.
+    _run(["launchctl", "enable", f"{_gui_domain()}/{LABEL}"])
+    for _ in range(5):
+        done = _run(bootstrap)
+        if done.returncode == 0:
+            break
+        # bootout returns before launchd has torn the old job down ("Bootstrap failed: 5").
+        time_module.sleep(1.0)
     if done.returncode != 0:
         raise LoopError(f"{_show(bootstrap)} failed: {done.stderr.strip() or done.returncode}",
                         EXIT_FAILED)
