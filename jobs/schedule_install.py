@@ -329,6 +329,7 @@ def install_launchagent(config: Config, *, print_only: bool = False, out: Output
     if not is_macos():
         out("not macOS: launchd is not here; on a Mac this would run:")
         out(f"  {_show(bootout)}")
+        out(f"  {_show(['launchctl', 'enable', f'{_gui_domain()}/{LABEL}'])}")
         out(f"  {_show(bootstrap)}")
         return 0
     _run(bootout)  # not loaded yet is fine
