@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import functools
 import json
 import os
 import signal
@@ -35,7 +36,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -51,6 +52,9 @@ _SWEEP_BUDGET = 5.0  # seconds the final sweep may take before giving up on unki
 _PR_SET_CHILD_SUBREAPER = 36
 # Whether /proc can answer for processes; elsewhere (macOS) one `ps` call per scan does.
 _USE_PROC = sys.platform.startswith("linux") and os.path.isdir("/proc/self")
+# waitid(WNOWAIT) lets us see that `just` ended without reaping it; where Python lacks it, the
+# leader is reaped on exit and its group id is only as safe as pid reuse allows.
+_CAN_PEEK = hasattr(os, "waitid") and hasattr(os, "WNOWAIT")
 
 Outcome = Literal["exited", "timed_out", "interrupted", "error"]
 
@@ -107,19 +111,29 @@ def list_recipes(
     argv = [just, "--justfile", str(justfile), "--working-directory", str(root),
             "--dump", "--dump-format", "json"]
     try:
-        done = subprocess.run(  # noqa: S603 - fixed argument vector, no shell
+        proc = subprocess.Popen(
             argv, cwd=root, env=recipe_env(), stdin=subprocess.DEVNULL,
-            capture_output=True, timeout=timeout, check=False,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
         )
-    except subprocess.TimeoutExpired as exc:
-        raise RecipeError(f"`{just} --dump` did not answer within {timeout:g}s") from exc
     except OSError as exc:
         raise RecipeError(_start_failure(just, exc)) from exc
-    if done.returncode != 0:
-        message = done.stderr.decode("utf-8", errors="replace").strip()
-        raise JustfileInvalid(message or f"`just --dump` exited {done.returncode}")
     try:
-        dump = json.loads(done.stdout)
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        # Kill the group, not just `just`: anything holding our pipes would block the drain.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.communicate(timeout=5)
+        proc.wait()
+        raise RecipeError(f"`{just} --dump` did not answer within {timeout:g}s") from exc
+    if proc.returncode < 0:
+        raise RecipeError(f"`{just} --dump` was killed by signal {-proc.returncode}")
+    if proc.returncode != 0:
+        message = stderr.decode("utf-8", errors="replace").strip()
+        raise JustfileInvalid(message or f"`just --dump` exited {proc.returncode}")
+    try:
+        dump = json.loads(stdout)
     except ValueError as exc:
         raise RecipeError(f"`{just} --dump` printed something that is not JSON") from exc
     if not isinstance(dump, dict):
@@ -157,7 +171,11 @@ def run_recipe(
     on_tick: Callable[[float], None] | None = None,
     stop: threading.Event | None = None,
 ) -> RecipeResult:
-    """Run `just <recipe>` in `root` under a timeout; nothing it started survives the call."""
+    """Run `just <recipe>` in `root` under a timeout; nothing it started survives the call.
+
+    `on_tick(elapsed)` is for display only: if it raises, it is not called again and the run goes
+    on. A `stop` already set before the start means nothing is started ("interrupted").
+    """
     output_path = Path(output_path)
     try:
         output_path.parent.mkdir(parents=True, exist_ok=True)
@@ -165,96 +183,114 @@ def run_recipe(
     except OSError as exc:
         return RecipeResult("error", None, 0.0, output_path, "",
                             f"cannot write output file {output_path}: {exc.strerror or exc}", 0)
+    if stop is not None and stop.is_set():
+        os.close(out_fd)
+        return RecipeResult("interrupted", None, 0.0, output_path, "", None, 0)
 
-    token = uuid.uuid4().hex
-    child_env = recipe_env(env)
-    child_env[TOKEN_VAR] = token
     argv = [just, "--justfile", str(justfile), "--working-directory", str(root), recipe]
-    _become_subreaper()
-    tracker = _Tracker.before_start(token)
+    with _subreaper():
+        return _run(argv, root, env, out_fd, output_path, timeout, kill_grace, on_tick, stop)
+
+
+def _run(
+    argv: list[str],
+    root: Path,
+    env: Mapping[str, str] | None,
+    out_fd: int,
+    output_path: Path,
+    timeout: float,
+    kill_grace: float,
+    on_tick: Callable[[float], None] | None,
+    stop: threading.Event | None,
+) -> RecipeResult:
     started = time.monotonic()
-    try:
-        proc = subprocess.Popen(  # noqa: S603 - fixed argument vector, no shell
+    try:  # `out_fd` is ours to close, whatever happens
+        token = uuid.uuid4().hex
+        child_env = recipe_env(env)
+        child_env[TOKEN_VAR] = token
+        tracker = _Tracker.before_start(token)
+        started = time.monotonic()
+        proc = subprocess.Popen(
             argv, cwd=root, env=child_env, stdin=subprocess.DEVNULL, stdout=out_fd,
             stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
         )
     except OSError as exc:
         return RecipeResult("error", None, time.monotonic() - started, output_path, "",
-                            _start_failure(just, exc), 0)
+                            _start_failure(argv[0], exc), 0)
     finally:
         os.close(out_fd)
 
-    tracker.started(proc.pid)
-    outcome: Outcome = "exited"
-    survivors = 0
+    tracker.started(proc)
+    ticker = _Ticker(started, on_tick)
     try:
-        outcome = _wait(proc.pid, started, timeout, on_tick, stop)
+        outcome = _wait(tracker, started + timeout, ticker, stop)
         if outcome != "exited":
-            _terminate(tracker, started, kill_grace, on_tick)
+            _terminate(tracker, kill_grace, ticker)
         survivors = tracker.sweep()
-    finally:
-        # Reaping the leader last keeps its pid, and so the group and session ids, reserved
-        # until the sweep is over: no unrelated process can inherit them meanwhile.
-        exit_code = _reap(proc)
+    except BaseException:
+        # Interrupted ourselves (KeyboardInterrupt, a bug): still leave nothing behind.
+        tracker.sweep()
+        _reap(proc)
+        tracker.finished()
+        raise
+    # Reaping the leader only now keeps its pid, and so the recipe's group and session ids,
+    # reserved until the sweep is over: no unrelated process can inherit them meanwhile.
+    exit_code = _reap(proc)
+    tracker.finished()
     duration = time.monotonic() - started
     return RecipeResult(outcome, exit_code, duration, output_path, read_tail(output_path),
                         None, survivors)
 
 
+class _Ticker:
+    """Calls on_tick about once a second; a failing display never stops the run."""
+
+    def __init__(self, started: float, on_tick: Callable[[float], None] | None) -> None:
+        self.started = started
+        self.on_tick = on_tick
+        self.next = started + 1.0
+
+    def __call__(self, now: float) -> None:
+        if self.on_tick is None or now < self.next:
+            return
+        self.next += 1.0 * max(1, int(now - self.next) + 1)
+        try:
+            self.on_tick(now - self.started)
+        except Exception:
+            self.on_tick = None
+
+
 def _wait(
-    pid: int,
-    started: float,
-    timeout: float,
-    on_tick: Callable[[float], None] | None,
-    stop: threading.Event | None,
+    tracker: _Tracker, deadline: float, tick: _Ticker, stop: threading.Event | None
 ) -> Outcome:
-    deadline = started + timeout
-    next_tick = started + 1.0
     while True:
-        if _has_exited(pid):
+        if tracker.leader_exited():
             return "exited"
         now = time.monotonic()
         if stop is not None and stop.is_set():
             return "interrupted"
         if now >= deadline:
             return "timed_out"
-        if on_tick is not None and now >= next_tick:
-            on_tick(now - started)
-            next_tick += 1.0
+        tick(now)
         time.sleep(min(_POLL, max(0.0, deadline - now)))
 
 
-def _terminate(
-    tracker: _Tracker, started: float, kill_grace: float, on_tick: Callable[[float], None] | None
-) -> None:
-    """SIGTERM to everything, wait up to the grace for it to go, then SIGKILL the group."""
+def _terminate(tracker: _Tracker, kill_grace: float, tick: _Ticker) -> None:
+    """SIGTERM to everything, wait up to the grace for it all to end, then SIGKILL the group."""
     tracker.signal_all(signal.SIGTERM)
     grace_end = time.monotonic() + kill_grace
-    next_tick = time.monotonic() + 1.0
     next_scan = 0.0
-    while time.monotonic() < grace_end:
-        now = time.monotonic()
-        if _has_exited(tracker.leader) and now >= next_scan:
+    while (now := time.monotonic()) < grace_end:
+        if tracker.leader_exited() and now >= next_scan:
             if not tracker.live():
                 return
             next_scan = now + tracker.scan_interval
-        if on_tick is not None and now >= next_tick:
-            on_tick(now - started)
-            next_tick += 1.0
+        tick(now)
         time.sleep(min(_POLL, max(0.0, grace_end - now)))
     tracker.kill_group()
     end = time.monotonic() + 2.0
-    while not _has_exited(tracker.leader) and time.monotonic() < end:
+    while not tracker.leader_exited() and time.monotonic() < end:
         time.sleep(0.01)
-
-
-def _has_exited(pid: int) -> bool:
-    """Whether the child has ended, without reaping it (its pid stays reserved)."""
-    try:
-        info = os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
-    except ChildProcessError:
-        return True
-    return info is not None and info.si_pid == pid
 
 
 def _reap(proc: subprocess.Popen[bytes]) -> int | None:
@@ -295,22 +331,53 @@ def read_tail(path: Path, max_lines: int = TAIL_LINES, max_bytes: int = TAIL_BYT
     return "\n".join(line.decode("utf-8", errors="replace").rstrip("\r") for line in lines)
 
 
+_PR_GET_CHILD_SUBREAPER = 37
 _subreaper_lock = threading.Lock()
-_subreaper_done = False
+_subreaper_users = 0
+_subreaper_owned: bool | None = None  # None: not decided yet; False: someone else set it
 
 
-def _become_subreaper() -> None:
-    """Make orphaned descendants come to us instead of init (Linux only, once per process)."""
-    global _subreaper_done
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+def _prctl(option: int, arg: object) -> int:
+    return int(_libc().prctl(option, arg, 0, 0, 0))
+
+
+@contextlib.contextmanager
+def _subreaper() -> Iterator[None]:
+    """While any recipe runs, its orphans come to this process instead of init (Linux).
+
+    Only while a recipe runs: a process that stayed a subreaper all day would also adopt every
+    orphan of unrelated work (a detached `git gc --auto`, say) and collect them as zombies. If
+    something else already made this process a subreaper, it is left that way.
+    """
+    global _subreaper_users, _subreaper_owned
+    if not sys.platform.startswith("linux"):
+        yield
+        return
     with _subreaper_lock:
-        if _subreaper_done or not sys.platform.startswith("linux"):
-            return
-        _subreaper_done = True
-        try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-            libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-        except OSError:
-            pass  # the token and session scan still find everything that has not double-forked
+        if _subreaper_users == 0:
+            try:
+                if _subreaper_owned is None:
+                    flag = ctypes.c_int(0)
+                    _prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag))
+                    _subreaper_owned = flag.value == 0
+                if _subreaper_owned:
+                    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+            except OSError:
+                _subreaper_owned = False  # the token and session scan still find most things
+        _subreaper_users += 1
+    try:
+        yield
+    finally:
+        with _subreaper_lock:
+            _subreaper_users -= 1
+            if _subreaper_users == 0 and _subreaper_owned:
+                with contextlib.suppress(OSError):
+                    _prctl(_PR_SET_CHILD_SUBREAPER, 0)
 
 
 @dataclass(frozen=True)
@@ -323,6 +390,12 @@ class _Proc:
     start: int  # Linux: clock ticks since boot; elsewhere 0 (unknown)
 
 
+# Recipe runs going on in this process right now (leader pid -> token). Another run's processes
+# must never be taken for orphans of this one.
+_active_lock = threading.Lock()
+_active: dict[int, str] = {}
+
+
 class _Tracker:
     """Knows which processes belong to one recipe run and how to get rid of them."""
 
@@ -333,6 +406,7 @@ class _Tracker:
         self.known_children = known_children
         self.me = os.getpid()
         self.my_sid = os.getsid(0)
+        self.proc: subprocess.Popen[bytes] | None = None
         self.leader = -1
         self.leader_start = 0
         self._use_proc = _USE_PROC
@@ -345,10 +419,27 @@ class _Tracker:
         children = frozenset(p.pid for p in _scan_all() if p.ppid == me)
         return cls(token, children)
 
-    def started(self, leader: int) -> None:
-        self.leader = leader
-        stat = _read_stat(leader)
+    def started(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.leader = proc.pid
+        stat = _read_stat(proc.pid)
         self.leader_start = stat.start if stat is not None else 0
+        with _active_lock:
+            _active[proc.pid] = self.token
+
+    def finished(self) -> None:
+        with _active_lock:
+            _active.pop(self.leader, None)
+
+    def leader_exited(self) -> bool:
+        """Whether `just` has ended — without reaping it, so its pid stays reserved."""
+        if _CAN_PEEK:
+            try:
+                info = os.waitid(os.P_PID, self.leader, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                return True
+            return info is not None and info.si_pid == self.leader
+        return self.proc is None or self.proc.poll() is not None
 
     # --- finding -----------------------------------------------------------------------------
 
@@ -356,15 +447,25 @@ class _Tracker:
         """Every process (live or zombie) of this run except the `just` leader itself."""
         if not self._use_proc:
             return self._members_ps()
-        marker = f"{TOKEN_VAR}={self.token}".encode()
+        with _active_lock:
+            others = {pid: tok for pid, tok in _active.items() if pid != self.leader}
         found = []
         for p in _scan_all():
             if p.pid in (self.me, self.leader) or p.start < self.leader_start:
                 continue  # a descendant cannot be older than the recipe
-            if (p.sid == self.leader or p.pgid == self.leader
-                    or (p.ppid == self.me and p.pid not in self.known_children
-                        and p.sid != self.my_sid)
-                    or (not p.zombie and _has_marker(p.pid, marker))):
+            if p.sid == self.leader or p.pgid == self.leader:
+                found.append(p)
+                continue
+            if p.pid in others or p.sid in others or p.pgid in others:
+                continue
+            token = None if p.zombie else _token_of(p.pid)
+            if token == self.token:
+                found.append(p)
+            elif token is not None and token in others.values():
+                continue
+            elif p.ppid == self.me and p.pid not in self.known_children and p.sid != self.my_sid:
+                # An orphan handed to us by the subreaper: nothing else we did not start
+                # ourselves can be our child outside our own session.
                 found.append(p)
         return found
 
@@ -427,7 +528,7 @@ class _Tracker:
 
 def _send(p: _Proc, sig: int) -> bool:
     """Signal a process found by a scan, unless its pid now belongs to someone else."""
-    if p.start and hasattr(os, "pidfd_open"):
+    if p.start and hasattr(os, "pidfd_open") and hasattr(signal, "pidfd_send_signal"):
         try:
             fd = os.pidfd_open(p.pid)
         except (ProcessLookupError, OSError):
@@ -454,13 +555,18 @@ def _reap_pid(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
-def _has_marker(pid: int, marker: bytes) -> bool:
+def _token_of(pid: int) -> str | None:
+    """The run token a process was started with, if any (its environment at exec time)."""
     try:
         with open(f"/proc/{pid}/environ", "rb") as fh:
             data = fh.read()
     except OSError:
-        return False
-    return marker in data.split(b"\0")
+        return None
+    prefix = f"{TOKEN_VAR}=".encode()
+    for entry in data.split(b"\0"):
+        if entry.startswith(prefix):
+            return entry[len(prefix):].decode("ascii", errors="replace")
+    return None
 
 
 def _read_stat(pid: int) -> _Proc | None:

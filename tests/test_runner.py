@@ -305,3 +305,49 @@ def test_stop_event_interrupts_within_the_grace(tmp_path: Path) -> None:
     res = run(tmp_path, jf, "verify-hang", tmp_path, timeout=60, kill_grace=0.5, stop=stop)
     assert res.outcome == "interrupted"
     assert time.monotonic() - started < 0.5 + 0.5 + 1
+
+
+def fake_just(tmp_path: Path, script: str) -> str:
+    path = tmp_path / "fake-just"
+    path.write_text("#!/bin/sh\n" + script)
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_list_recipes_gives_up_on_a_just_that_hangs(tmp_path: Path) -> None:
+    jf = write_justfile(tmp_path, recipe("verify-a", "true"))
+    hanging = fake_just(tmp_path, "sleep 30 &\nsleep 30\n")  # the background one holds the pipe
+    started = time.monotonic()
+    with pytest.raises(RecipeError, match="did not answer within 0.5s"):
+        list_recipes(jf, tmp_path, just=hanging, timeout=0.5)
+    assert time.monotonic() - started < 3
+
+
+def test_list_recipes_rejects_an_answer_that_is_not_json(tmp_path: Path) -> None:
+    jf = write_justfile(tmp_path, recipe("verify-a", "true"))
+    with pytest.raises(RecipeError, match="not JSON"):
+        list_recipes(jf, tmp_path, just=fake_just(tmp_path, "echo hello\n"))
+
+
+def test_a_failing_on_tick_does_not_stop_the_run(tmp_path: Path) -> None:
+    jf = write_justfile(tmp_path, recipe("verify-slow", "@sleep 1.3", "@echo finished"))
+    calls: list[float] = []
+
+    def broken(elapsed: float) -> None:
+        calls.append(elapsed)
+        raise BrokenPipeError("terminal went away")
+
+    res = run(tmp_path, jf, "verify-slow", tmp_path, on_tick=broken)
+    assert (res.outcome, res.exit_code, res.tail) == ("exited", 0, "finished")
+    assert len(calls) == 1
+
+
+def test_stop_already_set_starts_nothing(tmp_path: Path) -> None:
+    flag = tmp_path / "ran"
+    jf = write_justfile(tmp_path, recipe("verify-a", f"touch {flag}"))
+    stop = threading.Event()
+    stop.set()
+    res = run(tmp_path, jf, "verify-a", tmp_path, stop=stop)
+    assert (res.outcome, res.exit_code, res.error) == ("interrupted", None, None)
+    time.sleep(0.1)
+    assert not flag.exists()

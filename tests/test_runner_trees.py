@@ -25,10 +25,12 @@ from runner_helpers import (
     recipe,
     run_observed,
     write_justfile,
+    zombie_children,
 )
 
 import jobs.runner
 from jobs.fsutil import exclusive_lock
+from jobs.runner import RecipeResult, run_recipe
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inspects /proc")
 
@@ -171,8 +173,8 @@ def test_stop_kills_the_whole_tree(tmp_path: Path) -> None:
 def test_other_children_of_the_caller_are_neither_killed_nor_reaped(tmp_path: Path) -> None:
     m = marker()
     other = marker()
-    bystander = subprocess.Popen(["sleep", other], start_new_session=True)  # noqa: S603
-    finished = subprocess.Popen([PYTHON, "-c", "raise SystemExit(7)"])  # noqa: S603
+    bystander = subprocess.Popen(["sleep", other], start_new_session=True)
+    finished = subprocess.Popen([PYTHON, "-c", "raise SystemExit(7)"])
     while not Path(f"/proc/{finished.pid}/stat").read_bytes().split(b") ")[1].startswith(b"Z"):
         time.sleep(0.01)  # wait until it is a zombie waiting for us
     try:
@@ -199,7 +201,7 @@ def test_lock_descriptor_never_reaches_the_recipe(tmp_path: Path) -> None:
     listing = fds.read_text()
     assert "/dev/null" in listing  # the listing is real: stdin of the grandchild
     assert str(lock) not in listing
-    taker = subprocess.run(  # noqa: S603
+    taker = subprocess.run(
         [PYTHON, "-c",
          "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR); "
          "fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)", str(lock)],
@@ -253,3 +255,75 @@ def test_orphans_of_a_recipe_are_handed_to_the_runner(tmp_path: Path) -> None:
     assert obs.result.exit_code == 0, obs.result.tail
     assert int(ppid_file.read_text()) == os.getpid()
     assert_nothing_left(obs, m)
+
+
+def test_an_exception_in_the_caller_still_kills_the_tree(tmp_path: Path) -> None:
+    m = marker()
+    pid_file = tmp_path / "pid"
+    jf = write_justfile(
+        tmp_path, recipe("verify-tree", f"setsid sleep {m}1 & echo $! > {pid_file}; sleep {m}2")
+    )
+
+    def interrupt(elapsed: float) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_recipe(tmp_path, jf, "verify-tree", timeout=30, kill_grace=GRACE, just=JUST,
+                   output_path=tmp_path / "out.log", on_tick=interrupt)
+    pid = int(pid_file.read_text())
+    assert not Path(f"/proc/{pid}").exists()
+    assert processes_with(m) == {}
+    assert zombie_children() == []
+
+
+def test_concurrent_runs_do_not_take_each_other_for_orphans(tmp_path: Path) -> None:
+    m_a, m_b = marker(), marker()
+    jf = write_justfile(
+        tmp_path,
+        recipe("verify-a", f"sh -c '(setsid sleep {m_a} &) &'", "sleep 0.3")
+        + recipe("verify-b", f"sh -c '(setsid sleep {m_b} &) &'", "sleep 1.5", "@echo b-done"),
+    )
+    results: dict[str, RecipeResult] = {}
+
+    def go(name: str) -> None:
+        results[name] = run_recipe(tmp_path, jf, name, timeout=30, kill_grace=GRACE, just=JUST,
+                                   output_path=tmp_path / f"{name}.log")
+
+    b = threading.Thread(target=go, args=("verify-b",))
+    b.start()
+    time.sleep(0.2)
+    go("verify-a")
+    assert len(processes_with(m_b)) == 1  # a's sweep spared b's daemon
+    b.join()
+    assert (results["verify-a"].exit_code, results["verify-a"].survivors_killed) == (0, 1)
+    assert results["verify-b"].exit_code == 0
+    assert results["verify-b"].tail.endswith("b-done")
+    assert results["verify-b"].survivors_killed == 1
+    assert processes_with(m_a) == {} and processes_with(m_b) == {}
+    assert zombie_children() == []
+
+
+def test_the_runner_adopts_orphans_only_while_a_recipe_runs(tmp_path: Path) -> None:
+    # Between runs, orphans of unrelated work (a detached `git gc --auto`) must go to init as
+    # usual; adopting them would pile up zombies in a long-running daemon.
+    jf = write_justfile(tmp_path, recipe("verify-a", "true"))
+    assert run_recipe(tmp_path, jf, "verify-a", timeout=10, kill_grace=GRACE, just=JUST,
+                      output_path=tmp_path / "out.log").exit_code == 0
+    m = marker()
+    pid_file = tmp_path / "pid"
+    subprocess.run(["sh", "-c", f"(sleep {m} & echo $! > {pid_file}) &"], check=True, timeout=10)
+    deadline = time.monotonic() + 5
+    while not (pid_file.exists() and pid_file.read_text().endswith("\n")):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    pid = int(pid_file.read_text())
+    try:
+        while time.monotonic() < deadline:  # wait for the subshell between us and it to end
+            ppid = int(Path(f"/proc/{pid}/stat").read_bytes().split(b") ")[1].split()[1])
+            comm = Path(f"/proc/{ppid}/comm")  # ppid 0: a parent outside our pid namespace
+            if not comm.exists() or comm.read_text().strip() != "sh":
+                break
+            time.sleep(0.01)
+        assert ppid != os.getpid()
+    finally:
+        os.kill(pid, 9)
