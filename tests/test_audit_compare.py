@@ -570,3 +570,35 @@ def test_reach_bits_marks_each_entry_range() -> None:
 
     assert [covered(s, 0) for s in (z, y, x, r)] == [True, True, False, False]
     assert [covered(s, 1) for s in (z, y, x, r)] == [False, False, True, False]
+
+
+def test_a_default_branch_created_during_the_run(tmp_path: Path) -> None:
+    run = Run(tmp_path)
+    git(run.bare, "update-ref", "-d", "refs/heads/main")  # no default branch yet at begin
+    run.before = run.snapshot()
+    assert "refs/heads/main" not in run.before["repos"][run.key]["remotes"]["origin"]["refs"]
+    first = rev(run.clone, "HEAD")
+    second = commit(run.clone, "src/a.py", "a\n", "a")
+    run.push()  # logged 0 → second
+    got = verdicts(run.judge())
+    assert got[("refs/heads/main", "branch-added")] == PUSH_LOGGED
+    assert got[(first, "commit")] == got[(second, "commit")] == PUSH_LOGGED
+
+
+def test_a_deleted_default_branch_needs_the_log(tmp_path: Path) -> None:
+    run = Run(tmp_path)
+    git(run.clone, "push", "-q", "origin", "HEAD:refs/heads/keep")
+    git(run.bare, "config", "receive.denyDeleteCurrent", "ignore")
+    run.before = run.snapshot()
+    run.push(src="", ref="refs/heads/main", logged=False)
+    got = verdicts(run.judge())
+    assert got[("refs/heads/main", "branch-deleted")] == UNGRANTED
+
+
+def test_a_retargeted_remote_head_is_ungranted(tmp_path: Path) -> None:
+    run = Run(tmp_path)
+    git(run.clone, "push", "-q", "origin", "HEAD:refs/heads/other")
+    run.before = run.snapshot()
+    git(run.bare, "symbolic-ref", "HEAD", "refs/heads/other")
+    got = verdicts(run.judge())
+    assert got[("HEAD", "symref-changed")] == UNGRANTED
