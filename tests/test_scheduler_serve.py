@@ -65,6 +65,21 @@ def _serve(repo: VerifyRepo) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=repo.root)
 
 
+def _cleanup(daemon: subprocess.Popen[str], pids_file: Path | None = None) -> None:
+    """After a failed assertion: stop the daemon and anything its recipe left, never orphans."""
+    if daemon.poll() is None:
+        daemon.send_signal(signal.SIGTERM)
+        try:
+            daemon.wait(15)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+    if pids_file is not None and pids_file.exists():
+        for pid in (int(p) for p in pids_file.read_text().split()):
+            if not _gone(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
 def _gone(pid: int) -> bool:
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
@@ -101,9 +116,7 @@ def test_sigterm_during_a_recipe_stops_its_tree_and_records_interrupted(tmp_path
         daemon.send_signal(signal.SIGTERM)
         out, err = daemon.communicate(timeout=20)
     finally:
-        if daemon.poll() is None:
-            daemon.kill()
-            daemon.wait()
+        _cleanup(daemon, pids_file)
     assert daemon.returncode == 0, err
     assert "stopped" in out
     assert all(_gone(p) for p in pids)
@@ -123,7 +136,10 @@ def test_sigterm_during_a_recipe_stops_its_tree_and_records_interrupted(tmp_path
 
 def _stop(daemon: subprocess.Popen[str]) -> str:
     daemon.send_signal(signal.SIGTERM)
-    out, err = daemon.communicate(timeout=20)
+    try:
+        out, err = daemon.communicate(timeout=20)
+    finally:
+        _cleanup(daemon)
     assert daemon.returncode == 0, err
     return out
 
