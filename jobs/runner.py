@@ -10,16 +10,21 @@ How leftovers are found on Linux, in one pass over /proc per sweep round:
   * same session or process group as the recipe (covers ordinary background jobs);
   * the run's unique token in /proc/<pid>/environ (covers `setsid` and double forks that kept
     their environment);
-  * re-parented to us: this process is a child subreaper, so orphans of the recipe come to us
-    instead of init, and a child we did not start that sits outside our own session can only be
-    such an orphan.
+  * re-parented to us: while a recipe runs this process is a child subreaper, so orphans of the
+    recipe come to us instead of init, and a new child we did not start that sits outside our own
+    session (and is no other concurrent run's) can only be such an orphan.
 A descendant that clears its environment *and* leaves the session *and* keeps a live parent outside
 the recipe cannot exist: its parent is itself a descendant and is killed first, after which the
 orphan is re-parented to us and caught in the next round.
 
-macOS has no /proc and no subreaper: there we kill the process group and every descendant that
-`ps -axo pid,ppid,pgid` can still link to the recipe. A double-forked daemon that also called
-`setsid` is re-parented to launchd and cannot be found there; recipes must not daemonize on macOS.
+Every signal to a process found by a scan goes through a pidfd opened after checking that the pid
+still has the start time the scan saw, so a reused pid is never hit.
+
+macOS has no /proc and no subreaper: there we kill the process group and every descendant that one
+`ps -axo pid,ppid,pgid,stat` call can still link to the recipe by parent links. A daemon that
+double-forked (its parent gone, so it was re-parented to launchd) *and* left the process group
+cannot be found there: on macOS recipes must not daemonize. (On Linux under systemd, the unit's
+cgroup kill is a further backstop.)
 """
 
 from __future__ import annotations
@@ -50,6 +55,10 @@ TAIL_BYTES = 2048
 _POLL = 0.05  # seconds between checks of the recipe; bounds how late a timeout or stop is noticed
 _SWEEP_BUDGET = 5.0  # seconds the final sweep may take before giving up on unkillable processes
 _PR_SET_CHILD_SUBREAPER = 36
+# Recipe runs going on in this process right now (leader pid -> token). Another run's processes
+# must never be taken for orphans of this one.
+_active_lock = threading.Lock()
+_active: dict[int, str] = {}
 # Whether /proc can answer for processes; elsewhere (macOS) one `ps` call per scan does.
 _USE_PROC = sys.platform.startswith("linux") and os.path.isdir("/proc/self")
 # waitid(WNOWAIT) lets us see that `just` ended without reaping it; where Python lacks it, the
@@ -210,10 +219,12 @@ def _run(
         child_env[TOKEN_VAR] = token
         tracker = _Tracker.before_start(token)
         started = time.monotonic()
-        proc = subprocess.Popen(
-            argv, cwd=root, env=child_env, stdin=subprocess.DEVNULL, stdout=out_fd,
-            stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
-        )
+        with _active_lock:  # a concurrent run's scan must never see our leader unregistered
+            proc = subprocess.Popen(
+                argv, cwd=root, env=child_env, stdin=subprocess.DEVNULL, stdout=out_fd,
+                stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
+            )
+            _active[proc.pid] = token
     except OSError as exc:
         return RecipeResult("error", None, time.monotonic() - started, output_path, "",
                             _start_failure(argv[0], exc), 0)
@@ -390,12 +401,6 @@ class _Proc:
     start: int  # Linux: clock ticks since boot; elsewhere 0 (unknown)
 
 
-# Recipe runs going on in this process right now (leader pid -> token). Another run's processes
-# must never be taken for orphans of this one.
-_active_lock = threading.Lock()
-_active: dict[int, str] = {}
-
-
 class _Tracker:
     """Knows which processes belong to one recipe run and how to get rid of them."""
 
@@ -424,8 +429,6 @@ class _Tracker:
         self.leader = proc.pid
         stat = _read_stat(proc.pid)
         self.leader_start = stat.start if stat is not None else 0
-        with _active_lock:
-            _active[proc.pid] = self.token
 
     def finished(self) -> None:
         with _active_lock:
@@ -447,10 +450,11 @@ class _Tracker:
         """Every process (live or zombie) of this run except the `just` leader itself."""
         if not self._use_proc:
             return self._members_ps()
-        with _active_lock:
+        with _active_lock:  # no other run may start its leader between these two lines
             others = {pid: tok for pid, tok in _active.items() if pid != self.leader}
+            table = _scan_all()
         found = []
-        for p in _scan_all():
+        for p in table:
             if p.pid in (self.me, self.leader) or p.start < self.leader_start:
                 continue  # a descendant cannot be older than the recipe
             if p.sid == self.leader or p.pgid == self.leader:
