@@ -324,3 +324,28 @@ def test_git_processes_do_not_grow_with_commits(tmp_path: Path) -> None:
     # The judgement's own share: one cat-file for every tip, one merge-base, one log.
     assert [c for c in big if c in ("cat-file", "merge-base", "log", "fetch", "rev-list")] == [
         "cat-file", "merge-base", "log"]
+
+
+# --- the whole loop with the real pre-push hook -------------------------------------------------
+
+def test_a_run_with_the_real_hook_pushes_logged_and_a_no_verify_push_caught(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    clone, run_dir, charter = arm(tmp_path, "# Charter: o/n loop2\nsession: s-run\n")
+    assert charter is not None
+    assert audit_main(["hook", "install", str(clone), "--run-dir", str(run_dir)]) == 0
+    monkeypatch.setenv("LOOP_PI_RUN_DIR", str(run_dir))
+    done = commit(clone, "src/a.py", "a\n", "feature", trailers=[("Claude-Session", "s-run")])
+    git(clone, "push", "-q", "origin", "main")  # through the hook: logged
+    git(clone, "push", "-q", "origin", "main:refs/heads/topic")  # logged branch creation
+    capsys.readouterr()
+    assert audit_main(["closeout", "--run-dir", str(run_dir), "--charter", str(charter)]) == 0
+    assert "[PUSH_LOGGED] \"feature\" in logged push" in capsys.readouterr().out
+    assert done in (run_dir / REPORT_JSON).read_text()
+    hidden = commit(clone, "src/b.py", "b\n", "skips the hook")
+    git(clone, "push", "-q", "--no-verify", "origin", "main")  # the hook never ran
+    assert audit_main(["closeout", "--run-dir", str(run_dir), "--charter", str(charter),
+                       "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert {f["commit"]: f["verdict"] for f in data["findings"] if f["commit"]} == {
+        done: "PUSH_LOGGED", hidden: "UNGRANTED"}
