@@ -79,8 +79,10 @@ class Finding:
     commit: str | None
     verdict: str
     reason: str
-    # Where a commit sits beneath its ref (git's topological order); not part of the report.
+    # Where a commit sits beneath its ref (git's topological order) and its first parent, for
+    # the text line; not part of the JSON.
     order: int = field(default=0, compare=False)
+    parent: str | None = field(default=None, compare=False)
 
     def as_json(self) -> dict[str, Any]:
         return {"repo": self.repo, "remote": self.remote, "ref": self.ref, "kind": self.kind,
@@ -316,9 +318,10 @@ class RepoJudge:
     # -- findings -------------------------------------------------------------------------
 
     def _add(self, remote: str, ref: str, kind: str, before: str | None, after: str | None,
-             verdict: str, reason: str, commit: str | None = None, order: int = 0) -> Finding:
+             verdict: str, reason: str, commit: str | None = None, order: int = 0,
+             parent: str | None = None) -> Finding:
         finding = Finding(self.repo, remote, ref, kind, before, after, commit, verdict, reason,
-                          order)
+                          order, parent)
         self.findings.append(finding)
         return finding
 
@@ -474,7 +477,8 @@ class RepoJudge:
             verdicts.append(verdict)
             self.commit_verdicts[commit.sha] = verdict
             self._add(remote, change.ref, "commit", change.before, change.after, verdict,
-                      reason, commit=commit.sha, order=order)
+                      reason, commit=commit.sha, order=order,
+                      parent=commit.parents[0] if commit.parents else None)
         return verdicts
 
     def _judge_commit(self, commit: Commit, usable: Sequence[PushEntry], covered: int,

@@ -10,11 +10,14 @@ from audit.compare import FAILING, Finding, overall, short
 
 
 def finding_line(f: Finding) -> str:
+    """`[<repo>] <remote> <ref>: <what changed> <before>..<after> [<VERDICT>] <reason>`; a commit
+    is indented beneath its ref, its span running from its first parent to itself."""
     if f.kind == "commit":
-        return f"    commit {short(f.commit)} [{f.verdict}] {f.reason}"
-    what = f.kind.replace("-", " ")
-    span = f"{_end(f.before, f)}..{_end(f.after, f)}"
-    return (f"[{f.repo}] {f.remote or '-'} {f.ref or '-'}: {what} {span} "
+        indent, what, span = "    ", "commit", f"{short(f.parent)}..{short(f.commit)}"
+    else:
+        indent, what = "", f.kind.replace("-", " ")
+        span = f"{_end(f.before, f)}..{_end(f.after, f)}"
+    return (f"{indent}[{f.repo}] {f.remote or '-'} {f.ref or '-'}: {what} {span} "
             f"[{f.verdict}] {f.reason}")
 
 

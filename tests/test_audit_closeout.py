@@ -84,7 +84,8 @@ def test_closeout_writes_both_reports_and_report_reprints_them(
     assert len(lines) == 5  # HEAD, main, two commits beneath main, summary
     assert lines[1].startswith(f"[{clone.resolve()}] origin refs/heads/main: branch moved ")
     assert "[BACKLOG_ONLY] fast-forward; 2 commits: 1 BACKLOG_ONLY, 1 PUSH_LOGGED" in lines[1]
-    assert lines[2].startswith("    commit ") and lines[3].startswith("    commit ")
+    prefix = f"    [{clone.resolve()}] origin refs/heads/main: commit "
+    assert lines[2].startswith(prefix) and lines[3].startswith(prefix)
     assert {"[PUSH_LOGGED]" in lines[2] or "[PUSH_LOGGED]" in lines[3],
             "[BACKLOG_ONLY]" in lines[2] or "[BACKLOG_ONLY]" in lines[3]} == {True}
     for name in (AFTER, REPORT_JSON, REPORT_TXT):
