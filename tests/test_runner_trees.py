@@ -327,3 +327,10 @@ def test_the_runner_adopts_orphans_only_while_a_recipe_runs(tmp_path: Path) -> N
         assert ppid != os.getpid()
     finally:
         os.kill(pid, 9)
+
+
+def test_a_recipe_that_keeps_spawning_escapees(tmp_path: Path) -> None:
+    m = marker()
+    obs = run_tree(tmp_path, [f"while true; do setsid sleep {m} & sleep 0.02; done"], m, 3)
+    assert_timed_out_cleanly(obs, m)
+    assert len(obs.seen) > 10
