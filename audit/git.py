@@ -148,3 +148,8 @@ def history_log(repo: Path | str, tips: list[str], exclude: list[str]) -> str:
                    "-c", "log.showSignature=false", "log", "--stdin", "--topo-order",
                    "--no-color", "--no-renames", "--diff-merges=first-parent", "--root",
                    "--name-only", "-z", f"--format={HISTORY_FORMAT}", input_text=revs)
+
+
+def is_shallow(repo: Path | str) -> bool:
+    """A shallow clone cannot tell a rewritten history from one it was never given."""
+    return run_git(repo, "rev-parse", "--is-shallow-repository").strip() == "true"

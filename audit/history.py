@@ -22,7 +22,14 @@ from audit.compare import (
     entry_covers_remote,
     judged_branch,
 )
-from audit.git import GitFailed, fetch_for_audit, history_log, is_ancestor, object_types
+from audit.git import (
+    GitFailed,
+    fetch_for_audit,
+    history_log,
+    is_ancestor,
+    is_shallow,
+    object_types,
+)
 from audit.pushlog import ZERO, PushEntry, same_repo
 
 PRIVATE_NAMESPACE = "refs/loop-pi-audit"
@@ -144,6 +151,9 @@ def _read_branch(repo: str, w: _Work, types: Mapping[str, str | None],
                                  + (f" ({fetch_error})" if fetch_error else
                                     " and could not be fetched" if not kind else ""))
     fast_forward = is_ancestor(repo, before, after) if before is not None else None
+    if fast_forward is False and is_shallow(repo):
+        return BranchHistory(None, problem=f"{repo} is a shallow clone: it cannot tell whether "
+                             f"{w.change.ref} was rewritten or its history was cut")
     present = frozenset(t for t in w.entry_tips() if types.get(t) == "commit")
     exclude = sorted(x for x in w.exclusions() if types.get(x) == "commit")
     tips = [after, *sorted(present - {after})]

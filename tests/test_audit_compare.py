@@ -602,3 +602,19 @@ def test_a_retargeted_remote_head_is_ungranted(tmp_path: Path) -> None:
     git(run.bare, "symbolic-ref", "HEAD", "refs/heads/other")
     got = verdicts(run.judge())
     assert got[("HEAD", "symref-changed")] == UNGRANTED
+
+
+def test_a_shallow_clone_cannot_call_a_rewrite(tmp_path: Path) -> None:
+    run = Run(tmp_path)
+    commit(run.clone, "src/a.py", "a\n", "a")
+    git(run.clone, "push", "-q", "origin", "main")
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{run.bare}", str(shallow))
+    before = take_snapshot([shallow], charter_sha256=None)
+    git(run.clone, "reset", "-q", "--hard", "HEAD~1")
+    commit(run.clone, "src/b.py", "b\n", "b")
+    git(run.clone, "push", "-q", "--force", "origin", "main")
+    after = take_snapshot([shallow], charter_sha256=None)
+    findings = judge(before, after, None, gather_history(before, after, []), ())
+    main = next(f for f in findings if f.ref == "refs/heads/main")
+    assert main.verdict == UNVERIFIED and "shallow clone" in main.reason
