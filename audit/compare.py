@@ -389,6 +389,11 @@ class RepoJudge:
                 continue
             if old is None or new is None:
                 side = "after" if old is None else "before"
+                target, missing_from = (new, b) if old is None else (old, a)
+                if target not in missing_from.get("refs", {}):
+                    # A server advertises HEAD only while its target exists: the target's own
+                    # creation or deletion is the change, and it is judged on its own.
+                    continue
                 self._add(name, sym, "symref-changed", None, None, UNVERIFIED,
                           f"{sym} symref advertised only in the {side} snapshot ({old or new})")
             else:

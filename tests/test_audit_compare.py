@@ -580,9 +580,12 @@ def test_a_default_branch_created_during_the_run(tmp_path: Path) -> None:
     first = rev(run.clone, "HEAD")
     second = commit(run.clone, "src/a.py", "a\n", "a")
     run.push()  # logged 0 → second
-    got = verdicts(run.judge())
+    findings = run.judge()
+    got = verdicts(findings)
     assert got[("refs/heads/main", "branch-added")] == PUSH_LOGGED
+    assert got[("HEAD", "ref-added")] == PUSH_LOGGED  # advertised once main exists
     assert got[(first, "commit")] == got[(second, "commit")] == PUSH_LOGGED
+    assert exit_code(findings) == 0
 
 
 def test_a_deleted_default_branch_needs_the_log(tmp_path: Path) -> None:
