@@ -19,6 +19,8 @@ from audit_helpers import (
     make_repo_with_remote,
     rev,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from audit.charter import Charter, load_charter
 from audit.compare import (
@@ -621,3 +623,49 @@ def test_a_shallow_clone_cannot_call_a_rewrite(tmp_path: Path) -> None:
     findings = judge(before, after, None, gather_history(before, after, []), ())
     main = next(f for f in findings if f.ref == "refs/heads/main")
     assert main.verdict == UNVERIFIED and "shallow clone" in main.reason
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_reach_bits_agrees_with_walking_each_range(data: st.DataObject) -> None:
+    n = data.draw(st.integers(min_value=1, max_value=25))
+    shas = [f"{i + 1:040x}" for i in range(n)]  # never the all-zero "absent"
+    # Parents always have smaller indexes: a DAG with merges (up to two parents).
+    parents = [tuple(sorted(set(data.draw(st.lists(st.integers(0, i - 1), max_size=2)))))
+               if i else () for i in range(n)]
+    commits = [Commit(shas[i], tuple(shas[p] for p in parents[i]), "", (), ())
+               for i in reversed(range(n))]
+    tip = st.one_of(st.just(ZERO), st.sampled_from(shas))
+    entries = [PushEntry("/r", "origin", "refs/heads/main", data.draw(tip), data.draw(tip),
+                         "t", "s", k)
+               for k in range(data.draw(st.integers(0, 5)))]
+    bits = reach_bits(commits, entries)
+
+    def ancestors(sha: str) -> set[str]:
+        if sha == ZERO:
+            return set()
+        seen, todo = set(), [sha]
+        while todo:
+            s = todo.pop()
+            if s not in seen:
+                seen.add(s)
+                todo.extend(shas[p] for p in parents[int(s, 16) - 1])
+        return seen
+
+    for i, e in enumerate(entries):
+        expected = ancestors(e.new) - ancestors(e.old)
+        got = {s for s in shas if (bits[s] >> (2 * i)) & 1 and not (bits[s] >> (2 * i + 1)) & 1}
+        assert got == expected
+
+
+def test_compare_when_the_clone_is_gone_is_unverified(tmp_path: Path) -> None:
+    run = Run(tmp_path)
+    other = other_clone(run)
+    commit(other, "src/x.py", "x\n", "x")
+    git(other, "push", "-q", "origin", "main")
+    after = run.snapshot()
+    run.clone.rename(tmp_path / "moved-away")
+    findings = run.judge(after)
+    main = next(f for f in findings if f.ref == "refs/heads/main")
+    assert main.verdict == UNVERIFIED and "git failed" in main.reason
+    assert exit_code(findings) == 3
