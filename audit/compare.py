@@ -118,6 +118,8 @@ class BranchHistory:
 class History:
     entries: Mapping[str, tuple[PushEntry, ...]]  # snapshot repo → the log entries naming it
     branches: Mapping[tuple[str, str, str], BranchHistory]  # (repo, remote, ref)
+    # Log entries naming no repository of the before snapshot: pushes nobody snapshotted.
+    unmatched: tuple[PushEntry, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -156,7 +158,20 @@ def judge(before: Mapping[str, Any], after: Mapping[str, Any], charter: Charter 
             continue
         entries = history.entries.get(repo, ())
         findings.extend(RepoJudge(repo, b, a, entries, charter, history, tuple(hosts)).run())
+    findings.extend(_unaudited(history.unmatched))
     return sort_findings(findings)
+
+
+def _unaudited(entries: Sequence[PushEntry]) -> list[Finding]:
+    """A logged push to a repository the run never snapshotted: nothing can say what it did."""
+    by_repo: dict[str, list[PushEntry]] = {}
+    for e in entries:
+        by_repo.setdefault(e.repo, []).append(e)
+    return [Finding(repo, "", "", "repo-unaudited", None, None, None, UNVERIFIED,
+                    f"the push log names this repository (line{'s' if len(es) > 1 else ''} "
+                    f"{_lines(es)}) but it is in no before snapshot: `loop-pi-audit add` it "
+                    "when the run starts")
+            for repo, es in sorted(by_repo.items())]
 
 
 def sort_findings(findings: Iterable[Finding]) -> list[Finding]:

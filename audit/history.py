@@ -68,7 +68,9 @@ def gather_history(before: Mapping[str, Any], after: Mapping[str, Any],
     b_repos: Mapping[str, Any] = before.get("repos", {})
     a_repos: Mapping[str, Any] = after.get("repos", {})
     common = sorted(set(b_repos) & set(a_repos))
-    by_repo = entries_by_repo(common, entries)
+    by_repo = entries_by_repo(sorted(set(b_repos) | set(a_repos)), entries)
+    matched = {id(e) for found in by_repo.values() for e in found}
+    unmatched = tuple(e for e in entries if id(e) not in matched)
     branches: dict[tuple[str, str, str], BranchHistory] = {}
     for repo in common:
         b, a = b_repos[repo], a_repos[repo]
@@ -93,7 +95,7 @@ def gather_history(before: Mapping[str, Any], after: Mapping[str, Any],
                        for w in work}
         for w in work:
             branches[(repo, w.remote, w.change.ref)] = results[w.remote]
-    return History(entries=by_repo, branches=branches)
+    return History(entries=by_repo, branches=branches, unmatched=unmatched)
 
 
 def _read_repo(repo: str, work: Sequence[_Work], fetch: bool) -> dict[str, BranchHistory]:

@@ -669,3 +669,13 @@ def test_compare_when_the_clone_is_gone_is_unverified(tmp_path: Path) -> None:
     main = next(f for f in findings if f.ref == "refs/heads/main")
     assert main.verdict == UNVERIFIED and "git failed" in main.reason
     assert exit_code(findings) == 3
+
+
+def test_a_logged_push_to_a_repository_never_snapshotted_is_unverified(tmp_path: Path) -> None:
+    run = Run(tmp_path)
+    stray, _ = make_repo_with_remote(tmp_path, "stray")
+    run.record("refs/heads/main", ZERO, rev(stray, "HEAD"), repo=stray)
+    findings = run.judge()
+    assert [(f.repo, f.kind, f.verdict) for f in findings] == [
+        (str(stray), "repo-unaudited", UNVERIFIED)]
+    assert "line 1" in findings[0].reason
