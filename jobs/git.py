@@ -91,7 +91,12 @@ def work_tree_state(root: Path) -> WorkTreeState:
 
 def commit_paths(root: Path, paths: Sequence[str], message: str) -> str:
     """Commit exactly `paths` (added, changed or removed) and return the new commit's SHA."""
-    _run(root, "add", "--all", "--", *paths)
+    # New files must be known to git before a `commit -- paths`; a removed one need not be, and
+    # naming it to `git add` fails when its removal is already staged (a run killed between its
+    # `git add` and its commit left it so).
+    present = [p for p in paths if (Path(root) / p).exists()]
+    if present:
+        _run(root, "add", "--all", "--", *present)
     try:
         _run(root, "commit", "--quiet", "--message", message, "--", *paths)
     except GitError:
