@@ -261,9 +261,9 @@ class _RepoRun:
                     found = git.last_commit(self.root, paths[-1])
                     p.commit_sha = found[0] if found else None
                     p.edit_state = "committed"
-                    self.ledger.update(p)
                     log.info("verify.recovered", repo=str(self.root), task=p.task_id,
                              how="already committed", commit=p.commit_sha)
+                    self.report_recovered(p)
                     continue
                 if not set(state.changes) <= set(paths):
                     self.finish(self.attempt("skipped", reason=(
@@ -280,9 +280,9 @@ class _RepoRun:
                         f"cannot commit the pending edit of {p.task_id}: {exc}")))
                     return False
                 p.edit_state = "committed"
-                self.ledger.update(p)
                 log.info("verify.recovered", repo=str(self.root), task=p.task_id,
                          how="committed the pending edit", commit=p.commit_sha)
+                self.report_recovered(p)
             else:
                 # The crash came before the file was replaced: the verdict never reached the
                 # task, which stays eligible and is verified again.
@@ -293,6 +293,13 @@ class _RepoRun:
                 log.info("verify.recovered", repo=str(self.root), task=p.task_id,
                          how="edit never written; task stays eligible")
         return True
+
+    def report_recovered(self, p: Attempt) -> None:
+        # The killed run never reported this verdict: this run does, so a failure still reaches
+        # the exit code and the output.
+        note = "verdict of an interrupted run, finished by this one"
+        p.reason = f"{p.reason}; {note}" if p.reason else note
+        self.finish(p, recorded=True)
 
     # -- one task ------------------------------------------------------------------------------
 
