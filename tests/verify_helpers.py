@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,3 +177,77 @@ def make_verify_repo(base: Path, *, justfile: str | None = JUSTFILE,
         repo.add_task(n)
     repo.commit_all()
     return repo
+
+
+# --------------------------------------------------------------------------- live processes
+# For tests that kill or race `loop-verify run`: start it without waiting, and find every process
+# it (or a recipe or hook it ran) left behind by a mark in the environment they all inherit.
+
+MARK_VAR = "LOOP_VERIFY_TEST_MARK"
+
+
+def verify_argv(repo: VerifyRepo, *args: str) -> list[str]:
+    argv = [sys.executable, "-m", "jobs.main", *args]
+    if args and args[0] in ("run", "list", "history", "doctor") and "--config" not in args:
+        argv += ["--config", str(repo.config_path)]
+    return argv
+
+
+def start_verify(repo: VerifyRepo, *args: str, mark: str, out: Path,
+                 env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    """`loop-verify` as a background process in its own session; output to out.{stdout,stderr}."""
+    full_env = dict(os.environ)
+    full_env.update(env or {})
+    full_env["PYTHONPATH"] = str(ROOT)
+    full_env[MARK_VAR] = mark
+    with open(f"{out}.stdout", "wb") as so, open(f"{out}.stderr", "wb") as se:
+        return subprocess.Popen(verify_argv(repo, *args), cwd=repo.root, env=full_env,
+                                stdin=subprocess.DEVNULL, stdout=so, stderr=se,
+                                start_new_session=True)
+
+
+def marked_pids(mark: str) -> list[int]:
+    """Live (non-zombie) processes whose environment carries this mark (Linux /proc)."""
+    needle = f"{MARK_VAR}={mark}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as fh:
+                if needle in fh.read().split(b"\0"):
+                    found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def kill_marked(mark: str, timeout: float = 5.0) -> list[int]:
+    """SIGKILL every process carrying the mark until none is left; returns those it killed."""
+    killed: list[int] = []
+    deadline = time.monotonic() + timeout
+    while True:
+        pids = marked_pids(mark)
+        if not pids:
+            return killed
+        if time.monotonic() > deadline:
+            raise AssertionError(f"processes marked {mark} survive SIGKILL: {pids}")
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.05)
+
+
+def wait_for(path: Path, proc: subprocess.Popen[bytes] | None = None,
+             timeout: float = 30.0) -> None:
+    """Wait until path exists; fail early if proc ends first."""
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"process ended ({proc.returncode}) before {path} appeared")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{path} did not appear within {timeout}s")
+        time.sleep(0.01)
