@@ -8,17 +8,11 @@ import shutil
 import subprocess
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import requests
-from github import Auth, Github, GithubException, GithubRetry
-from github.GithubException import (
-    BadCredentialsException,
-    IncompletableObject,
-    RateLimitExceededException,
-    UnknownObjectException,
-)
+if TYPE_CHECKING:
+    from github import GithubException
 
 DEFAULT_API_URL = "https://api.github.com"
 GITHUB_HOSTS = ("github.com", "www.github.com", "ssh.github.com")
@@ -114,6 +108,17 @@ def read_releases(owner_name: str, *, token: str | None, base_url: str | None,
     if not token:
         return {"available": False, "reason": "no GitHub token: set GITHUB_TOKEN or GH_TOKEN, "
                 "or log in with `gh auth login`"}
+    # Imported here: PyGithub costs a fifth of a second, and most audits of local remotes
+    # never need it.
+    import requests
+    from github import Auth, Github, GithubException, GithubRetry
+    from github.GithubException import (
+        BadCredentialsException,
+        IncompletableObject,
+        RateLimitExceededException,
+        UnknownObjectException,
+    )
+
     base = (base_url or DEFAULT_API_URL).rstrip("/")
     # Bounded: a retry for a flaky gateway, never the hour-long sleep for a rate-limit reset.
     retry = GithubRetry(total=2, connect=2, read=False, backoff_factor=0.5,
