@@ -214,7 +214,7 @@ def _run(
 ) -> RecipeResult:
     started = time.monotonic()
     try:  # `out_fd` is ours to close, whatever happens
-        token = uuid.uuid4().hex
+        token = _new_token()
         child_env = recipe_env(env)
         child_env[TOKEN_VAR] = token
         tracker = _Tracker.before_start(token)
@@ -557,6 +557,39 @@ def _send(p: _Proc, sig: int) -> bool:
 def _reap_pid(pid: int) -> None:
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)
+
+
+def _new_token() -> str:
+    """A run token that also names its owner, so a later run can tell when the owner died."""
+    me = _read_stat(os.getpid())
+    return f"{os.getpid()}-{me.start if me is not None else 0}-{uuid.uuid4().hex}"
+
+
+def sweep_abandoned() -> int:
+    """Kill what recipes of a loop-verify that was itself killed (SIGKILL, a crash) left running.
+
+    A killed loop-verify cannot sweep its recipe's tree; the next run does, by the run token whose
+    owner (pid and start time) no longer exists. One pass over /proc (Linux only); returns how many
+    processes it killed.
+    """
+    if not _USE_PROC:
+        return 0
+    me = os.getpid()
+    killed = 0
+    for p in _scan_all():
+        if p.zombie or p.pid == me:
+            continue
+        token = _token_of(p.pid)
+        if token is None:
+            continue
+        owner_pid, _, rest = token.partition("-")
+        owner_start, _, _ = rest.partition("-")
+        if not (owner_pid.isdigit() and owner_start.isdigit()) or int(owner_pid) == me:
+            continue
+        owner = _read_stat(int(owner_pid))
+        if owner is None or owner.start != int(owner_start):
+            killed += _send(p, signal.SIGKILL)
+    return killed
 
 
 def _token_of(pid: int) -> str | None:
