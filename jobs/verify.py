@@ -78,6 +78,11 @@ def run_once(config: Config, *, today: date | None = None, stop: threading.Event
     """Verify every due task of every configured repository once."""
     summary = RunSummary(new_run_id(), today or today_in(config), dry_run)
     ledger = None if dry_run else Ledger(config.ledger)
+    if not dry_run:
+        swept = runner.sweep_abandoned()
+        if swept:
+            log.warning("run.swept_abandoned", run_id=summary.run_id, processes=swept,
+                        reason="left running by a loop-verify that was killed")
     try:
         for repo in config.repos:
             if stop is not None and stop.is_set():
