@@ -1,0 +1,123 @@
+"""Two `loop-verify run` processes at once on the same repositories: each task verified once.
+
+Three repositories, four new due tasks in each per round, recipes that take 0.3 s and append a
+line to a counter file outside the repositories. Two real processes share one configuration (and
+so one ledger); the rounds vary how they meet: started together in the same repository order,
+in opposite orders, and one starting while the other is half-way. After each round every task's
+recipe ran exactly once, every task has exactly one `passed` commit, each process reports only
+passes and `locked` repositories (exit 3 when it met a lock, else 0), and the ledger agrees.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import yaml
+from verify_helpers import VerifyRepo, kill_marked, make_verify_repo, start_verify
+
+TODAY = ("--today", "2026-11-30")
+REPOS = 3
+PER_ROUND = 4
+# (what the round tries, which repository the first run must have reached before the second
+# starts (None: both at once), whether the second takes the repositories in reverse order)
+ROUNDS = [("same order", None, False), ("opposite orders", None, True),
+          ("second starts mid-way", "app1", False),
+          ("opposite orders, second starts mid-way", "app1", True)]
+
+
+def justfile(name: str, counter: Path, count: int) -> str:
+    return "".join(f"verify-t{n}:\n    echo {name}:TASK-{n} >> {counter}\n    sleep 0.3\n\n"
+                   for n in range(1, count + 1))
+
+
+def wait_for_line(path: Path, line: str, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while not (path.exists() and line in path.read_text().split()):
+        assert proc.poll() is None, "the first run ended before the second could start"
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def passed_commits(repo: VerifyRepo) -> Counter[str]:
+    return Counter(s.split(" ")[1] for s in repo.subjects()
+                   if s.startswith("loop-verify: ") and " passed " in s)
+
+
+def test_two_concurrent_runs_verify_each_task_once(tmp_path: Path) -> None:
+    counter = tmp_path / "counter"
+    total = PER_ROUND * len(ROUNDS)
+    repos = []
+    for i in range(REPOS):
+        name = f"app{i}"
+        repo = make_verify_repo(tmp_path / name, justfile=justfile(name, counter, total))
+        repos.append(repo)
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({
+        "repos": [{"path": str(r.root)} for r in repos], "timeout": "30s",
+        "kill_grace": "1s", "timezone": "UTC", "state_dir": str(tmp_path / "state")}))
+    expected: Counter[str] = Counter()
+
+    for rnd, (how, reached, reverse) in enumerate(ROUNDS):
+        for i, repo in enumerate(repos):
+            for n in range(rnd * PER_ROUND + 1, (rnd + 1) * PER_ROUND + 1):
+                repo.add_task(n, notes=f"verify-cmd: just verify-t{n}")
+                expected[f"app{i}:TASK-{n}"] = 1
+            repo.commit_all(f"round {rnd}")
+        remotes = [r.remote_refs() for r in repos]
+        order = [str(r.root) for r in repos]
+        mark = uuid.uuid4().hex
+        procs = []
+        for k in range(2):
+            repo_args = [a for p in (order[::-1] if reverse and k else order)
+                         for a in ("--repo", p)]
+            if k and reached is not None:
+                first = f"{reached}:TASK-{rnd * PER_ROUND + 1}"
+                wait_for_line(counter, first, procs[0])
+            procs.append(start_verify(repos[0], "run", "--config", str(config), *repo_args,
+                                      *TODAY, "--json", mark=mark,
+                                      out=tmp_path / f"r{rnd}-{k}"))
+        try:
+            for p in procs:
+                p.wait(timeout=60)
+        finally:
+            kill_marked(mark)
+        outputs: list[dict[str, Any]] = []
+        for k, p in enumerate(procs):
+            err = (tmp_path / f"r{rnd}-{k}.stderr").read_text()
+            data = json.loads((tmp_path / f"r{rnd}-{k}.stdout").read_text())
+            verdicts = Counter(r["verdict"] for r in data["results"])
+            assert set(verdicts) <= {"pass", "locked"}, (how, data, err)
+            assert p.returncode == (3 if verdicts["locked"] else 0), (how, data, err)
+            outputs.append(data)
+
+        # Every task verified exactly once, by one of the two, and committed exactly once.
+        ran = Counter(counter.read_text().split())
+        assert ran == expected, how
+        passes = Counter(f"{Path(r['repo']).parent.name}:{r['task_id']}"
+                         for d in outputs for r in d["results"] if r["verdict"] == "pass")
+        assert passes == Counter({k: 1 for k in expected if
+                                  int(k.rsplit("-", 1)[1]) > rnd * PER_ROUND}), how
+        for i, repo in enumerate(repos):
+            commits = passed_commits(repo)
+            assert set(commits.values()) == {1}, (how, commits)
+            assert len(commits) == (rnd + 1) * PER_ROUND
+            assert repo.status() == ""
+            assert repo.remote_refs() == remotes[i]
+        # A repository one process found locked was done by the other.
+        for d, other in ((outputs[0], outputs[1]), (outputs[1], outputs[0])):
+            for r in d["results"]:
+                if r["verdict"] == "locked":
+                    assert any(o["repo"] == r["repo"] for o in other["results"]), how
+
+    history = repos[0].run("history", "--config", str(config), "--json")
+    attempts = json.loads(history.stdout)["attempts"]
+    ledger_passes = Counter(f"{Path(a['repo']).parent.name}:{a['task_id']}"
+                            for a in attempts if a["verdict"] == "pass")
+    assert ledger_passes == expected
+    assert all(a["edit_state"] in ("committed", "none") for a in attempts)
