@@ -72,7 +72,7 @@ def test_two_concurrent_runs_verify_each_task_once(tmp_path: Path) -> None:
         remotes = [r.remote_refs() for r in repos]
         order = [str(r.root) for r in repos]
         mark = uuid.uuid4().hex
-        procs = []
+        procs: list[subprocess.Popen[bytes]] = []
         for k in range(2):
             repo_args = [a for p in (order[::-1] if reverse and k else order)
                          for a in ("--repo", p)]
