@@ -89,14 +89,18 @@ def work_tree_state(root: Path) -> WorkTreeState:
     return WorkTreeState(branch, tuple(changes))
 
 
-def commit_paths(root: Path, paths: Sequence[str], message: str) -> str:
-    """Commit exactly `paths` (added, changed or removed) and return the new commit's SHA."""
-    # New files must be known to git before a `commit -- paths`; a removed one need not be, and
-    # naming it to `git add` fails when its removal is already staged (a run killed between its
-    # `git add` and its commit left it so).
-    present = [p for p in paths if (Path(root) / p).exists()]
+def commit_paths(root: Path, paths: Sequence[str], message: str, *,
+                 new: Sequence[str] = ()) -> str:
+    """Commit exactly `paths` (changed, removed, or added when listed in `new`); return the SHA.
+
+    `git commit -- paths` takes the work tree's version of tracked paths itself, so only a file
+    git does not know yet (listed in `new`) is added first: one process less per verdict.
+    """
+    # A removed path is never named to `git add`: that fails when its removal is already staged
+    # (a run killed between its `git add` and its commit left it so).
+    present = [p for p in new if (Path(root) / p).exists()]
     if present:
-        _run(root, "add", "--all", "--", *present)
+        _run(root, "add", "--", *present)
     try:
         _run(root, "commit", "--quiet", "--message", message, "--", *paths)
     except GitError:

@@ -279,7 +279,8 @@ class _RepoRun:
                     original.unlink()
                 assert p.commit_message is not None
                 try:
-                    p.commit_sha = git.commit_paths(self.root, paths, p.commit_message)
+                    p.commit_sha = git.commit_paths(self.root, paths, p.commit_message,
+                                                   new=paths[1:])
                 except git.GitError as exc:
                     self.finish(self.attempt("skipped", reason=(
                         f"cannot commit the pending edit of {p.task_id}: {exc}")))
@@ -440,7 +441,8 @@ class _RepoRun:
             self.finish(result, recorded=True)
             return
         try:
-            result.commit_sha = git.commit_paths(self.root, rel, result.commit_message)
+            result.commit_sha = git.commit_paths(self.root, rel, result.commit_message,
+                                                 new=rel[1:])
             result.edit_state = "committed"
         except git.GitError as exc:
             if target != path:
