@@ -180,6 +180,10 @@ def test_kill_9_then_rerun(tmp_path: Path, sc: Scenario) -> None:
         # `just` runs in its own session: SIGKILL to the run's group does not reach it.
         assert survivors
     else:
+        deadline = time.monotonic() + 5
+        while survivors and time.monotonic() < deadline:
+            time.sleep(0.02)  # the group's members take a moment to die
+            survivors = marked_pids(mark)
         assert survivors == []
 
     for hook in hooks:
