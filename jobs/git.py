@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,6 +108,30 @@ def commit_paths(root: Path, paths: Sequence[str], message: str, *,
         # Leave the index as we found it; the caller restores the files themselves.
         _run(root, "reset", "--quiet", "--", *paths)
         raise
+    return head_sha(root)
+
+
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def head_sha(root: Path) -> str:
+    """HEAD's commit, read from the branch's loose ref file when it has one, else from git.
+
+    Right after a commit the files backend always has the branch as a loose ref, so this saves
+    a process per verdict; anything unexpected (packed refs, reftable, a detached HEAD) asks git.
+    """
+    try:
+        gdir = git_dir(root)
+        head = (gdir / "HEAD").read_text(encoding="utf-8").strip()
+        if head.startswith("ref: refs/heads/"):
+            common = gdir
+            if (gdir / "commondir").is_file():
+                common = (gdir / (gdir / "commondir").read_text(encoding="utf-8").strip())
+            sha = (common / head.removeprefix("ref: ")).read_text(encoding="utf-8").strip()
+            if _SHA.fullmatch(sha):
+                return sha
+    except (OSError, UnicodeDecodeError, GitError):
+        pass
     return _run(root, "rev-parse", "HEAD").strip()
 
 
