@@ -37,125 +37,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import yaml
-
-from jobs.errors import LoopError
-
-# libyaml makes a 5,000-file scan several times faster
-_BaseLoader: Any = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
-
-# Frontmatter as the CLI finds it (optional BOM; the closing fence must end its line).
-FRONTMATTER_RE = re.compile(r"^\ufeff?---\r?\n(.*?)\r?\n---(\r?\n|$)", re.DOTALL)
+from jobs.backlog import (
+    FRONTMATTER_RE,
+    FrontmatterYAMLError,
+    TaskEditError,
+    is_null,
+    load_frontmatter,
+    load_yaml,
+)
 
 NOTES_BEGIN = "<!-- SECTION:NOTES:BEGIN -->"
 NOTES_END = "<!-- SECTION:NOTES:END -->"
 NOTES_HEADING = "## Implementation Notes"
-
-
-class TaskEditError(LoopError):
-    """An edit that cannot be made safely on this file (reported, file left as it was)."""
-
-
-class FrontmatterYAMLError(Exception):
-    """The frontmatter is not the YAML the CLI would read; `line` is 1-based in the file."""
-
-    def __init__(self, message: str, line: int | None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.line = line
-
-
-# --------------------------------------------------------------------------- YAML reading
-
-
-class _StrictLoader(_BaseLoader):  # type: ignore[misc]
-    """Everything as text (js-yaml and PyYAML disagree on `yes`, dates, ...); duplicate keys fail.
-
-    js-yaml refuses a mapping with a repeated key, so the CLI skips such a task; a line editor
-    would also edit one occurrence while a reader sees the other.
-    """
-
-
-def _construct_mapping(loader: Any, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if isinstance(key, str) and key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark)
-        if isinstance(key, str):
-            seen.add(key)
-    result: dict[Any, Any] = yaml.constructor.BaseConstructor.construct_mapping(
-        loader, node, deep=deep)
-    return result
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-_AT_SCALAR_RE = re.compile(r"^((?:assignee|reporter)[ \t]*:[ \t]*)(@[^\r\n]*?)([ \t]*\r?)$")
-_AT_FLOW_RE = re.compile(r"^((?:assignee|reporter)[ \t]*:[ \t]*\[)(.*)(\][ \t]*\r?)$")
-_AT_ITEM_RE = re.compile(r"^([ \t]*-[ \t]+)(@[^\r\n]*?)([ \t]*\r?)$")
-
-
-def _dq(value: str) -> str:
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def prequote_at_values(fm: str) -> str:
-    """Quote bare `@alice` values of assignee/reporter, which YAML forbids but the CLI accepts.
-
-    Works line by line so YAML error line numbers still point at the file.
-    """
-    if "@" not in fm:
-        return fm
-    out: list[str] = []
-    in_people = False
-    for line in fm.split("\n"):
-        if line and not line[0].isspace() and not line.startswith("-"):
-            in_people = bool(re.match(r"(assignee|reporter)[ \t]*:", line))
-        m = _AT_SCALAR_RE.match(line)
-        if m:
-            line = m.group(1) + _dq(m.group(2)) + m.group(3)
-        else:
-            m = _AT_FLOW_RE.match(line)
-            if m and "@" in m.group(2):
-                items = [i.strip() for i in m.group(2).split(",")]
-                items = [_dq(i) if i.startswith("@") else i for i in items]
-                line = m.group(1) + ", ".join(items) + m.group(3)
-            elif in_people:
-                m = _AT_ITEM_RE.match(line)
-                if m:
-                    line = m.group(1) + _dq(m.group(2)) + m.group(3)
-        out.append(line)
-    return "\n".join(out)
-
-
-def load_frontmatter(fm: str, first_line: int = 2) -> dict[str, Any]:
-    """Parse frontmatter text (LF or CRLF) into a mapping of text values.
-
-    `first_line` is the file line number of the frontmatter's first line, for error messages.
-    """
-    try:
-        data = yaml.load(prequote_at_values(fm), Loader=_StrictLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + first_line if mark is not None else None
-        problem = exc.problem or exc.context or "invalid YAML"
-        raise FrontmatterYAMLError(f"invalid YAML in frontmatter: {problem}", line) from None
-    except yaml.YAMLError as exc:
-        raise FrontmatterYAMLError(f"invalid YAML in frontmatter: {exc}", None) from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise FrontmatterYAMLError("frontmatter is not a YAML mapping", first_line)
-    return data
-
-
-_NULLS = frozenset({"", "~", "null", "Null", "NULL"})
-
-
-def is_null(value: object) -> bool:
-    return value is None or (isinstance(value, str) and value in _NULLS)
 
 
 # --------------------------------------------------------------------------- file anatomy
@@ -410,8 +303,8 @@ def _split_flow(inner: str) -> tuple[list[str], str] | None:
 def _scalar_value(raw: str) -> str | None:
     """The text value of one YAML scalar as written, or None if it is not a plain text scalar."""
     try:
-        v = yaml.load("- " + raw, Loader=_StrictLoader)
-    except yaml.YAMLError:
+        v = load_yaml("- " + raw)
+    except FrontmatterYAMLError:
         return None
     if isinstance(v, list) and len(v) == 1 and isinstance(v[0], str):
         return v[0]

@@ -90,7 +90,7 @@ def run_cli(cwd: Path, args: Sequence[str], check: bool = True) -> subprocess.Co
     assert cli is not None
     env = {**os.environ, "NO_COLOR": "1"}
     env.pop("BACKLOG_CWD", None)
-    proc = subprocess.run(  # noqa: S603 - an argument vector, never a shell
+    proc = subprocess.run(
         [cli, *args], cwd=cwd, capture_output=True, text=True, env=env,
         stdin=subprocess.DEVNULL, timeout=120, check=False)
     if check and proc.returncode != 0:
@@ -100,5 +100,5 @@ def run_cli(cwd: Path, args: Sequence[str], check: bool = True) -> subprocess.Co
 
 
 def git(cwd: Path, *args: str) -> str:
-    return subprocess.run(  # noqa: S603 - an argument vector, never a shell
+    return subprocess.run(
         ["git", *args], cwd=cwd, capture_output=True, text=True, check=True, timeout=60).stdout

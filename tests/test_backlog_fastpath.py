@@ -1,0 +1,204 @@
+"""The scan's fast frontmatter reader must say exactly what the YAML loader says, or step aside.
+
+`_fast_frontmatter` / `_fast_fields` recognise the simple YAML subset the CLI writes and return
+None for anything else; `split_frontmatter` replaces the lazy FRONTMATTER_RE. Checked on generated
+text built from the characters and shapes that matter to YAML, on the committed fixtures and on
+the real corpora (where the fast path must cover nearly every file, or the scan is slow).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jobs.backlog import (
+    FRONTMATTER_RE,
+    FrontmatterYAMLError,
+    _fast_fields,
+    _fast_frontmatter,
+    load_yaml,
+    prequote_at_values,
+    split_frontmatter,
+)
+
+FIXTURES = Path(__file__).resolve().parent.parent / "backlog-fixtures"
+CORPORA = Path("/work/shared/corpora/backlog")
+
+
+def yaml_view(fm: str) -> dict[str, Any] | None:
+    """What the YAML path reads (None: an error or not a mapping)."""
+    try:
+        data = load_yaml(prequote_at_values(fm), 2)
+    except FrontmatterYAMLError:
+        return None
+    if data is None:
+        return {}
+    return data if isinstance(data, dict) else None
+
+
+def check(fm: str) -> tuple[bool, bool]:
+    """Assert the fast readers agree with YAML whenever they answer; say whether they did."""
+    full = _fast_frontmatter(fm)
+    fields = _fast_fields(fm)
+    expected = yaml_view(fm) if full is not None or fields is not None else None
+    if full is not None:
+        assert full == expected, fm
+    if fields is not None:
+        assert expected is not None, fm
+        assert fields == tuple(expected.get(k, "") for k in ("id", "title", "status", "labels")), fm
+    return full is not None, fields is not None
+
+
+SCALARS = st.text(alphabet=" abZ09-_:#'\"@&*!|>%`?,[]{}.\\\tü\u00a0\u2028\x85~", max_size=8)
+
+
+@st.composite
+def frontmatter_lines(draw: st.DrawFn) -> str:
+    lines = []
+    for _ in range(draw(st.integers(0, 6))):
+        kind = draw(st.sampled_from(["key", "key", "empty", "item", "blank", "flow", "raw",
+                                     "folded", "fold_line"]))
+        key = draw(st.sampled_from(["id", "title", "status", "labels", "x", "on", "a-b", "id"]))
+        value = draw(SCALARS)
+        quote = draw(st.sampled_from(["", "'", '"']))
+        if quote == "'":
+            value = "'" + value.replace("'", "''") + "'"
+        elif quote == '"':
+            value = '"' + value + '"'
+        if kind == "key":
+            lines.append(f"{key}:{draw(st.sampled_from([' ', '  ', '']))}{value}")
+        elif kind == "empty":
+            lines.append(f"{key}:{draw(st.sampled_from(['', ' ']))}")
+        elif kind == "item":
+            lines.append(f"{draw(st.sampled_from(['', '  ', '    ']))}-"
+                         f"{draw(st.sampled_from([' ', '  ', '']))}{value}")
+        elif kind == "flow":
+            items = draw(st.lists(SCALARS, max_size=3))
+            sep = draw(st.sampled_from([", ", ",", " , "]))
+            lines.append(f"{key}: [{sep.join(items)}]")
+        elif kind == "folded":
+            lines.append(f"{key}: >-" if draw(st.booleans()) else "  - >-")
+        elif kind == "fold_line":
+            lines.append(draw(st.sampled_from(["  ", " ", "    ", "      "])) + value)
+        elif kind == "blank":
+            lines.append(draw(st.sampled_from(["", "  "])))
+        else:
+            lines.append(draw(SCALARS))
+    eol = draw(st.sampled_from(["\n", "\r\n"]))
+    return eol.join(lines)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(fm=frontmatter_lines())
+def test_fast_readers_agree_with_yaml_on_generated_text(fm: str) -> None:
+    check(fm)
+
+
+TEXT = st.text(alphabet="abZ09 -_:#'@&*!?,.[]{}%`|>~üé/", min_size=1, max_size=10)
+
+
+@st.composite
+def cli_like_frontmatter(draw: st.DrawFn) -> str:
+    """Mostly what the CLI and people write: unique keys, quoted/plain/flow/block/folded values."""
+    keys = draw(st.lists(st.sampled_from(["id", "title", "status", "labels", "assignee",
+                                          "references", "on", "x_y", "a-b"]),
+                         min_size=1, max_size=6, unique=True))
+    lines = []
+    for key in keys:
+        kind = draw(st.sampled_from(["plain", "single", "double", "flow", "block", "folded",
+                                     "empty", "at"]))
+        text = draw(TEXT)
+        if kind == "plain":
+            lines.append(f"{key}: {text}")
+        elif kind == "single":
+            lines.append(f"{key}: '" + text.replace("'", "''") + "'")
+        elif kind == "double":
+            lines.append(f'{key}: "' + text.replace('"', "") + '"')
+        elif kind == "flow":
+            items = draw(st.lists(TEXT, max_size=3))
+            lines.append(f"{key}: [" + ", ".join(items) + "]")
+        elif kind == "block":
+            indent = draw(st.sampled_from(["", "  ", "    "]))
+            lines.append(f"{key}:")
+            for item in draw(st.lists(TEXT, min_size=1, max_size=3)):
+                if draw(st.integers(0, 5)) == 0:
+                    lines.append(f"{indent}- >-")
+                    lines += [f"{indent}    {w.strip() or 'w'}" for w in item.split(",")]
+                else:
+                    lines.append(f"{indent}- {item}")
+                if draw(st.integers(0, 8)) == 0:
+                    lines.append("")
+        elif kind == "folded":
+            lines.append(f"{key}: >-")
+            indent = draw(st.sampled_from([" ", "  ", "   "]))
+            lines += [indent + (w.strip() or "w") for w in draw(
+                st.lists(TEXT, min_size=1, max_size=3))]
+        elif kind == "empty":
+            lines.append(f"{key}:")
+        else:
+            lines.append(f"{key}: @{text}")
+    return draw(st.sampled_from(["\n", "\r\n"])).join(lines)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(fm=cli_like_frontmatter())
+def test_fast_readers_agree_with_yaml_on_cli_like_text(fm: str) -> None:
+    check(fm)
+
+
+@settings(max_examples=800, deadline=None)
+@given(text=st.text(alphabet="-\r\n\ufeffab ", max_size=30))
+def test_split_frontmatter_matches_the_regex(text: str) -> None:
+    m = FRONTMATTER_RE.match(text)
+    span = split_frontmatter(text)
+    if m is None:
+        assert span is None
+    else:
+        assert span == (m.start(1), m.end(1), m.end())
+
+
+@pytest.mark.parametrize("fm", [
+    "id: TASK-1\ntitle: A: b\n", "id: TASK-1\ntitle: x # c\n", "id: 'it''s'\n",
+    "labels: [a, 'b', \"c\"]\n", "labels:\n- a\n  - b\n", "labels:\n  - a\n\n  - b\n",
+    "title: >-\n  folded\n", "id: x\nid: y\n", "assignee: @a\n", "labels: []\nx: [ ]\n",
+    "labels:\n", "status: To Do  \r\nid: T-1\r\n", "a: b\tc\n", "a: \u2028\n",
+    "title: >-\n  A long title\n  folded: here # not a comment\nid: T-1\n",
+    "title: >-\n  a\n   b\n", "title: >-\n  a \n  b\n", "title: >-\n  a\n\n  b\n",
+    "refs:\n  - >-\n      https://x\n      y\n  - z\nlabels: [a]\n",
+    "labels:\n  - a\n  - >-\n    long\n", "assignee: @alice  \nreporter: @bob\nid: x\n",
+    "assignee: [@a, b]\n", "assignee:\n  - @a\n",
+])
+def test_fast_readers_agree_on_known_shapes(fm: str) -> None:
+    check(fm)
+
+
+def _fixture_and_corpus_files() -> list[Path]:
+    files = sorted(FIXTURES.rglob("*.md"))
+    if CORPORA.is_dir():
+        files += sorted(CORPORA.glob("*/backlog/**/*.md"))
+    return files
+
+
+def test_fast_readers_on_fixtures_and_corpora() -> None:
+    full_hits = field_hits = total = 0
+    for path in _fixture_and_corpus_files():
+        try:
+            text = path.read_bytes().decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        span = split_frontmatter(text)
+        if span is None:
+            continue
+        total += 1
+        full, fields = check(text[span[0]:span[1]])
+        full_hits += full
+        field_hits += fields
+    assert total > 20
+    # nearly every real file is in the subset, or the scan would fall back to YAML (slow)
+    assert field_hits >= 0.99 * total, (field_hits, total)
+    # the line-by-line reader (used by edits) leaves folded titles to YAML
+    assert full_hits >= 0.8 * total, (full_hits, total)
