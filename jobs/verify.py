@@ -8,6 +8,7 @@ the task and commit exactly that file.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import threading
@@ -259,6 +260,11 @@ class _RepoRun:
         for p in pending:
             paths = p.edit_paths
             original, target = self.root / paths[0], self.root / paths[-1]
+            for stray in self.stray_temp_files(paths):
+                # A crash inside the atomic write left its temporary sibling, ours by its name.
+                stray.unlink(missing_ok=True)
+                log.info("verify.recovered", repo=str(self.root), task=p.task_id,
+                         how="removed an unfinished temporary file", path=str(stray))
             current = file_sha256(target)
             if current == p.after_sha256:
                 state = git.work_tree_state(self.root)
@@ -299,6 +305,14 @@ class _RepoRun:
                 log.info("verify.recovered", repo=str(self.root), task=p.task_id,
                          how="edit never written; task stays eligible")
         return True
+
+    def stray_temp_files(self, paths: list[str]) -> list[Path]:
+        """Temporary siblings `atomic_write` makes for these task files (`.<name>.*.tmp`)."""
+        found: list[Path] = []
+        for rel in paths:
+            path = self.root / rel
+            found.extend(path.parent.glob(f".{glob.escape(path.name)}.*.tmp"))
+        return found
 
     def report_recovered(self, p: Attempt) -> None:
         # The killed run never reported this verdict: this run does, so a failure still reaches
