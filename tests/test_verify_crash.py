@@ -16,6 +16,8 @@ import os
 import re
 import shutil
 import signal
+import subprocess
+import sys
 import time
 import uuid
 from dataclasses import dataclass
@@ -23,11 +25,13 @@ from pathlib import Path
 
 import pytest
 from verify_helpers import (
+    ROOT,
     VerifyRepo,
     kill_marked,
     make_verify_repo,
     marked_pids,
     start_verify,
+    verify_argv,
     wait_for,
 )
 
@@ -205,19 +209,29 @@ def test_kill_9_then_rerun(tmp_path: Path, sc: Scenario) -> None:
             stale.unlink()
         rerun = repo.run("run", *TODAY)
 
-    expected_code = 1 if sc.bad else 0
-    assert rerun.returncode == expected_code, rerun.stdout + rerun.stderr
-    assert "Traceback" not in rerun.stderr
-    # The re-run was not disturbed by what the killed run left; now the test cleans it up.
-    kill_marked(mark)
+    kill_marked(mark)  # the re-run was not disturbed by what the killed run left
+    recovered = sc.paused_task if sc.pause in ("pre-commit", "post-commit") else None
+    check_final(repo, tasks, rerun, bad=sc.bad, counter=counter, remote_before=remote_before,
+                recovered=recovered, ran_twice=sc.paused_task if sc.pause == "recipe" else None)
     assert marked_pids(mark) == []
 
-    # Every task in exactly one correct state, applied exactly once.
+
+def check_final(repo: VerifyRepo, tasks: dict[str, Path], rerun: subprocess.CompletedProcess[str],
+                *, bad: str | None, counter: Path, remote_before: str,
+                recovered: str | None = None, abandoned: str | None = None,
+                ran_twice: str | None = None) -> None:
+    """After the re-run: every task in exactly one correct state, applied exactly once."""
+    assert rerun.returncode == (1 if bad else 0), rerun.stdout + rerun.stderr
+    assert "Traceback" not in rerun.stderr
+    if recovered is not None:
+        # The re-run reports the verdict the killed run never got to report.
+        assert re.search(rf"^\w+\s+app {recovered}\b.*interrupted run", rerun.stdout,
+                         re.M), rerun.stdout
     verdicts = commits_per_task(repo)
-    assert verdicts == {t: ["failed" if t == sc.bad else "passed"] for t in tasks}
+    assert verdicts == {t: ["failed" if t == bad else "passed"] for t in tasks}
     assert len(repo.subjects()) == 2 + len(tasks)  # setup, tasks, one per task: no stray commit
     for tid, original in tasks.items():
-        failed = tid == sc.bad
+        failed = tid == bad
         path = final_path(repo, original, failed)
         data = path.read_bytes()
         task = parse_task(path, data, path.parent.name)
@@ -231,29 +245,109 @@ def test_kill_9_then_rerun(tmp_path: Path, sc: Scenario) -> None:
                 assert not original.exists()
         else:
             assert task.status == "Done" and task.verify_labels == ()
-        last = repo.git("log", "-1", "--format=%s", "--name-only", "--", str(path)).split("\n")
-        assert last[0].startswith(f"loop-verify: {tid} ")
+        files = repo.git("show", "--name-only", "--format=%s",
+                         repo.git("log", "-1", "--format=%H", "--", str(path)).strip())
+        subject, *touched = [ln for ln in files.splitlines() if ln]
+        assert subject.startswith(f"loop-verify: {tid} ")
+        expected = {str(path.relative_to(repo.root)), str(original.relative_to(repo.root))}
+        assert set(touched) == expected
     assert leftover_temp_files(repo) == []
     assert repo.status() == ""
-    assert not (git_dir / "index.lock").exists()
+    assert not (repo.root / ".git" / "index.lock").exists()
     assert repo.remote_refs() == remote_before
 
-    # The ledger: no edit left pending; the one the crash interrupted was finished, not redone.
+    # The ledger: no edit left pending; the interrupted one finished (or abandoned), not redone.
     attempts = repo.history()
     assert not [a for a in attempts if a["edit_state"] == "pending"]
     committed = [a for a in attempts if a["edit_state"] == "committed"]
     assert sorted(a["task_id"] for a in committed) == sorted(tasks)
-    shas = {a["task_id"]: a["commit_sha"] for a in committed}
-    for tid, sha in shas.items():
-        subject = repo.git("log", "-1", "--format=%s", sha).strip()
-        assert subject.startswith(f"loop-verify: {tid} "), (tid, subject)
-    if sc.paused_task is not None and sc.pause in ("pre-commit", "post-commit"):
-        [interrupted] = [a for a in committed if a["task_id"] == sc.paused_task]
-        assert interrupted["run_id"] != attempts[-1]["run_id"]
-        events = [e for e in repo.log_events() if e["event"] == "verify.recovered"]
-        assert [e["task"] for e in events] == [sc.paused_task]
-    # How often each recipe really ran: once, except the one killed mid-run (then once more).
+    for a in committed:
+        subject = repo.git("log", "-1", "--format=%s", a["commit_sha"]).strip()
+        assert subject.startswith(f"loop-verify: {a['task_id']} "), (a, subject)
+    assert [a["task_id"] for a in attempts if a["edit_state"] == "abandoned"] == (
+        [abandoned] if abandoned else [])
+    events = {e["task"] for e in repo.log_events() if e["event"] == "verify.recovered"}
+    assert events == {t for t in (recovered, abandoned) if t}
+    if recovered is not None:
+        [finished] = [a for a in committed if a["task_id"] == recovered]
+        assert finished["run_id"] != attempts[-1]["run_id"]
+    # How often each recipe really ran: once, unless the crash threw its verdict away.
     runs = counter.read_text().split()
     for tid, x in (("TASK-1", "a"), ("TASK-2", "b"), ("TASK-3", "c")):
-        again = sc.pause == "recipe" and tid == sc.paused_task
-        assert runs.count(f"verify-{x}") == (2 if again else 1), runs
+        assert runs.count(f"verify-{x}") == (2 if tid in (ran_twice, abandoned) else 1), runs
+
+
+# Kill points no outside observer can wait for: the process SIGKILLs itself at the exact call.
+# Nothing of loop-verify is replaced; the death simply happens there.
+CRASHER = """
+import os, runpy, signal, sys
+point, nth = os.environ["CRASH_AT"], int(os.environ["CRASH_NTH"])
+calls = 0
+
+def due() -> bool:
+    global calls
+    calls += 1
+    return calls == nth
+
+if point == "rename":
+    real_replace = os.replace
+    def replace(src, dst, *a, **k):
+        # The task file's temporary sibling is written and fsynced; die before the rename.
+        if "/backlog/" in str(dst) and str(src).endswith(".tmp") and due():
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real_replace(src, dst, *a, **k)
+    os.replace = replace
+elif point == "commit":
+    import jobs.git
+    real_commit = jobs.git.commit_paths
+    def commit_paths(*a, **k):
+        # The task file is written (and moved); die before git is asked to commit it.
+        if due():
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real_commit(*a, **k)
+    jobs.git.commit_paths = commit_paths
+sys.argv = ["loop-verify", *sys.argv[1:]]
+runpy.run_module("jobs.main", run_name="__main__", alter_sys=True)
+"""
+
+INJECTED = [
+    ("inside the atomic write (pass)", "rename", None, "tasks"),
+    ("inside the atomic write (fail, moved from completed/)", "rename", "TASK-2", "completed"),
+    ("after the edit, before git is called (pass)", "commit", None, "tasks"),
+    ("after the edit, before git is called (fail, moved from completed/)", "commit", "TASK-2",
+     "completed"),
+]
+
+
+@pytest.mark.parametrize(("point", "bad", "bad_folder"), [c[1:] for c in INJECTED],
+                         ids=[c[0] for c in INJECTED])
+def test_kill_9_at_an_exact_step_then_rerun(tmp_path: Path, point: str, bad: str | None,
+                                            bad_folder: str) -> None:
+    sc = Scenario(point, bad=bad, bad_folder=bad_folder)
+    repo, tasks, _markers, counter = build(tmp_path, sc)
+    remote_before = repo.remote_refs()
+    order = sorted(tasks, key=lambda t: str(tasks[t]))
+    victim = "TASK-2"
+    nth = order.index(victim) + 1
+    proc = subprocess.run(
+        [sys.executable, "-c", CRASHER, *verify_argv(repo, "run", *TODAY)[3:]],
+        cwd=repo.root, capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "CRASH_AT": point, "CRASH_NTH": str(nth)})
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+
+    done_before = order[:nth - 1]
+    assert commits_per_task(repo) == {t: ["failed" if t == bad else "passed"]
+                                      for t in done_before}
+    pending = [a for a in repo.history() if a["edit_state"] == "pending"]
+    assert [a["task_id"] for a in pending] == [victim]
+    if point == "rename":
+        # The old file is whole and a temporary sibling is left behind: never a mix.
+        assert tasks[victim].read_bytes().count(b"verify:2026-11-01") == 1
+        assert len(leftover_temp_files(repo)) == 1
+    else:
+        assert repo.status() != "" and leftover_temp_files(repo) == []
+
+    rerun = repo.run("run", *TODAY)
+    check_final(repo, tasks, rerun, bad=bad, counter=counter, remote_before=remote_before,
+                recovered=victim if point == "commit" else None,
+                abandoned=victim if point == "rename" else None)
