@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -38,7 +39,9 @@ def _run(root: Path, *args: str) -> str:
         ["git", *args], with_extended_output=True, with_exceptions=False,
         strip_newline_in_stdout=False, env={"GIT_TERMINAL_PROMPT": "0"})
     if status != 0:
-        raise GitError(f"git {args[0]} failed ({status}): {str(err).strip()}")
+        # One line: the reason ends up in `run`'s one line per task and in the log.
+        said = " / ".join(line.strip() for line in str(err).splitlines() if line.strip())
+        raise GitError(f"git {args[0]} failed ({status}): {said}")
     return str(out)
 
 
@@ -105,8 +108,10 @@ def commit_paths(root: Path, paths: Sequence[str], message: str, *,
     try:
         _run(root, "commit", "--quiet", "--message", message, "--", *paths)
     except GitError:
-        # Leave the index as we found it; the caller restores the files themselves.
-        _run(root, "reset", "--quiet", "--", *paths)
+        # Leave the index as we found it; the caller restores the files themselves. If even
+        # that fails (a stale index.lock, say), the commit's own error is the one to report.
+        with contextlib.suppress(GitError):
+            _run(root, "reset", "--quiet", "--", *paths)
         raise
     return head_sha(root)
 
