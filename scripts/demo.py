@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "backlog-fixtures" / "demo" / "backlog"
 SCRATCH = ROOT / "demo-run"
 BIN = Path(sys.executable).parent
-console = Console(highlight=False)
+console = Console(highlight=False, emoji=False, soft_wrap=True)
 
 JUSTFILE = """\
 # Recipes the demo tasks name: two pass, one fails, one hangs past the timeout.
@@ -121,6 +121,10 @@ def main() -> int:
     failed = next((app / "backlog" / "tasks").glob("task-2 *.md"))
     console.print(f"\n[bold]{failed.relative_to(app)}[/bold] after the failure:")
     console.print(failed.read_text().rstrip(), markup=False)
+    if shutil.which("backlog"):
+        console.print("\nThe Backlog.md CLI reads the verdicts back:")
+        run(["backlog", "task", "list", "--plain"], app, expect={0},
+            env={"NO_COLOR": "1"})
     ahead = git(app, "rev-list", "--count", "origin/main..main").strip()
     console.print(f"\ncommits not on the remote: {ahead} (loop-verify never pushes)")
 
