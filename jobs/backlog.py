@@ -182,11 +182,15 @@ def load_frontmatter(fm: str, first_line: int = 2) -> dict[str, Any]:
 # One frontmatter line of the simple YAML subset the CLI writes (see the module docstring).
 # Characters that are not plain printable text for YAML: controls and NEL, which YAML 1.1 reads
 # as a line break. The non-Latin-1 ones (the Unicode line separators, the BOM, U+FFFE/U+FFFF) are
-# refused by a separate search (`_ODD`) so the big patterns keep Latin-1 classes: a class with
+# refused by a separate check (`_has_odd`) so the big patterns keep Latin-1 classes: a class with
 # characters beyond U+00FF costs milliseconds to compile, at every start-up. (Strict UTF-8
 # decoding never yields surrogates.)
 _BAD = "\\x00-\\x1f\\x7f-\\x9f"
-_ODD = re.compile("[\u2028\u2029\ufeff\ufffe\uffff]")
+_ODD_CHARS = "\u2028\u2029\ufeff\ufffe\uffff"
+
+
+def _has_odd(text: str) -> bool:
+    return not text.isascii() and any(c in text for c in _ODD_CHARS)
 _FIRST = rf"[^{_BAD} \-?:,\[\]{{}}#&*!|>'\"%@`]"
 # Possessive repeats (*+): a run of text is never split again on a failed match, so a line
 # outside the subset fails in linear time instead of backtracking exponentially.
@@ -211,8 +215,8 @@ _BLANK = r" *\r?\n"
 # A folded block (`>-`) as js-yaml writes a long value: lines at one indentation, none blank,
 # none starting or ending with a space; YAML joins them with single spaces.
 _FOLD_LINE = rf"[^{_BAD} ][^{_BAD}]*+(?<! )\r?\n"
-_FM_VALID = re.compile(
-    rf"(?:{_BLANK}"
+_LINES = (
+    rf"{_BLANK}"
     rf"|{_KEY}: +{_VALUE} *\r?\n"
     rf"|(?:assignee|reporter): +@[^{_BAD}]*+\r?\n"  # the CLI quotes these before parsing
     rf"|{_KEY}: +>-\r?\n(?P<fi> +){_FOLD_LINE}(?:(?P=fi){_FOLD_LINE})*+"
@@ -220,20 +224,47 @@ _FM_VALID = re.compile(
     rf"(?:{_ITEM} *\r?\n|>-\r?\n(?P<ci>(?P=li) +){_FOLD_LINE}(?:(?P=ci){_FOLD_LINE})*+)"
     rf"(?:(?:{_BLANK})*+(?P=li)- "
     rf"(?:{_ITEM} *\r?\n|>-\r?\n(?P<ci2>(?P=li) +){_FOLD_LINE}(?:(?P=ci2){_FOLD_LINE})*+)"
-    rf")*+)?+"
-    rf")*+")
+    rf")*+)?+")
+_VALID_PATTERN = rf"(?:{_LINES})*+"
+# Many files at once (`_parse_many`): each file's text follows a NUL; the frontmatter must start
+# with id/title/status (as the CLI writes it) and `labels` is captured as a flow or block list.
+_BULK = re.compile(
+    "\\x00\\ufeff?---\\r?\\n"
+    rf"(?P<fm>id: +(?P<id>{_ITEM}) *\r?\ntitle: +(?P<title>{_ITEM}) *\r?\n"
+    rf"status: +(?P<status>{_ITEM}) *\r?\n"
+    rf"(?:labels: +(?P<lflow>{_FLOW}) *\r?\n"
+    rf"|labels: *\r?\n(?P<lblock>(?:(?:{_BLANK})*+(?P<bli> *)- {_ITEM} *\r?\n"
+    rf"(?:(?:{_BLANK})*+(?P=bli)- {_ITEM} *\r?\n)*+)?+)"
+    rf"|(?!labels:)(?:{_LINES}))*+)"
+    "---(?:\\r?\\n|(?=\\x00)|\\Z)")
 _FM_NAMES = re.compile(rf"\n({_KEY}):")  # after validation: every key, for repeats
 
 
 # The value after `key:` (validated already): one line, a folded block, or nothing (a list).
-_FM_VALUE_AT = re.compile(
+_VALUE_AT_PATTERN = (
     rf"(?: +({_VALUE}) *\r?\n| +>-\r?\n((?: +[^\r\n]*\r?\n)++)| *\r?\n)")
-_FM_BLOCK_AT = re.compile(rf" *\r?\n((?:(?: *| *- {_ITEM} *)\r?\n)*+)")
+# The CLI always writes these three first, in this order: one match takes them all.
+_HEAD_PATTERN = rf"id: +({_VALUE}) *\r?\ntitle: +({_VALUE}) *\r?\nstatus: +({_VALUE}) *\r?\n"
+_BLOCK_AT_PATTERN = rf" *\r?\n((?:(?: *| *- {_ITEM} *)\r?\n)*+)"
+_per_file_patterns: tuple[re.Pattern[str], ...] = ()
+
+
+def _per_file() -> tuple[re.Pattern[str], ...]:
+    """(valid, head, value-at, block-at), compiled on first use: a scan of CLI-written files
+    never needs them, and every pattern compiled costs start-up time."""
+    global _per_file_patterns
+    if not _per_file_patterns:
+        _per_file_patterns = tuple(re.compile(p) for p in (
+            _VALID_PATTERN, _HEAD_PATTERN, _VALUE_AT_PATTERN, _BLOCK_AT_PATTERN))
+    return _per_file_patterns
 _FM_ITEM = re.compile(rf"^ *- ({_ITEM}) *\r?$", re.MULTILINE)
 
 
 def _value(raw: str) -> str | list[str]:
-    if raw[0] == "[":
+    first = raw[0]
+    if first != "[" and first != "'" and first != '"':
+        return raw.rstrip(" ")
+    if first == "[":
         inner = raw[1:-1]
         return [_scalar(x) for x in _FLOW_ITEMS.findall(inner)] if inner.strip(" ") else []
     return _scalar(raw)
@@ -245,22 +276,29 @@ _FIELD_MARKERS = ("\nid:", "\ntitle:", "\nstatus:", "\nlabels:")
 def _fast_fields(fm: str) -> tuple[Any, Any, Any, Any] | None:
     """(id, title, status, labels) as the YAML loader would read them, or None when `fm` is
     outside the simple subset (then the caller asks `load_frontmatter`). Missing keys read as ""."""
-    if not fm.isascii() and _ODD.search(fm):
+    if _has_odd(fm):
         return None
+    valid, head_at, value_at, block_at = _per_file()
     text = "\n" + fm + "\n"
-    if _FM_VALID.fullmatch(text, 1) is None:
+    if valid.fullmatch(text, 1) is None:
         return None
     names = _FM_NAMES.findall(text)
     if len(set(names)) != len(names):
         return None  # a repeated key: YAML reports it
-    values: list[Any] = []
-    for marker in _FIELD_MARKERS:
+    head = head_at.match(text, 1)
+    if head is not None:
+        values: list[Any] = [_value(v) for v in head.groups()]
+        markers: tuple[str, ...] = _FIELD_MARKERS[3:]
+    else:
+        values = []
+        markers = _FIELD_MARKERS
+    for marker in markers:
         at = text.find(marker)
         if at < 0:
             values.append("")
             continue
         at += len(marker)
-        m = _FM_VALUE_AT.match(text, at)
+        m = value_at.match(text, at)
         if m is None:  # pragma: no cover - the text was validated above
             return None
         raw, folded = m.group(1, 2)
@@ -269,7 +307,7 @@ def _fast_fields(fm: str) -> tuple[Any, Any, Any, Any] | None:
         elif folded:
             values.append(" ".join([line.strip(" \r") for line in folded.split("\n")[:-1]]))
         else:
-            block = _FM_BLOCK_AT.match(text, at)
+            block = block_at.match(text, at)
             if block is None or text[block.end():block.end() + 1] in (" ", "-"):
                 return None  # an item this reader does not take apart (a folded one, say)
             values.append([_scalar(x) for x in _FM_ITEM.findall(block.group(1))] or "")
@@ -314,7 +352,7 @@ def _scalar(raw: str) -> str:
 def _fast_frontmatter(fm: str) -> dict[str, Any] | None:
     """The mapping the YAML loader would build, when `fm` is in the simple subset; else None."""
     global _fast_line
-    if _ODD.search(fm):
+    if _has_odd(fm):
         return None
     if _fast_line is None:
         _fast_line = re.compile(_FAST_LINE_PATTERN, re.MULTILINE)
@@ -501,6 +539,15 @@ def _line_of(data: bytes, key: str) -> int | None:
     return data[: m.start()].count(b"\n") + 1 if m else None
 
 
+# A body line starting with `verify-cmd` once leading spaces and one `- ` marker are gone.
+_CMD_LINE = re.compile(r"^ *(?:- )?(verify-cmd[^\n]*?)\r*$", re.MULTILINE)
+
+
+def _verify_cmd_lines(text: str, start: int = 0, end: int | None = None) -> list[str]:
+    found: list[str] = _CMD_LINE.findall(text, start, len(text) if end is None else end)
+    return found
+
+
 def parse_task(path: Path, data: bytes, folder: str) -> Task:
     """Read one task file's bytes; raises `TaskParseError` naming the path and line."""
     if not data:
@@ -527,20 +574,17 @@ def parse_task(path: Path, data: bytes, folder: str) -> Task:
             fm.get("id"), fm.get("title"), fm.get("status"), fm.get("labels"))
     if type(task_id) is not str or task_id in _NULLS or not task_id.strip():
         raise TaskParseError(path, "missing id", _line_of(data, "id"))
-    if type(title) is not str:
+    if type(title) is not str or title in _NULLS:
         if not is_null(title):
             raise TaskParseError(path, "title is not a text value", _line_of(data, "title"))
         title = ""
-    elif title in _NULLS:
-        title = ""
-    if type(status) is not str:
+    if type(status) is not str or status in _NULLS:
         if not is_null(status):
             raise TaskParseError(path, "status is not a text value", _line_of(data, "status"))
         status = ""
-    elif status in _NULLS:
-        status = ""
     labels: tuple[str, ...]
-    if type(labels_raw) is list and all(type(x) is str for x in labels_raw):
+    if type(labels_raw) is list and (fast is not None
+                                     or all(type(x) is str for x in labels_raw)):
         labels = tuple(labels_raw)
     elif is_null(labels_raw):
         labels = ()
@@ -550,23 +594,10 @@ def parse_task(path: Path, data: bytes, folder: str) -> Task:
                                    "and drop it on its next save)", _line_of(data, "labels"))
     cmd_lines: list[str] = []
     if text.find("verify-cmd", span[2]) >= 0:
-        for raw_line in text[span[2]:].split("\n"):
-            s = raw_line.rstrip("\r").lstrip(" ")
-            if s.startswith("- "):
-                s = s[2:]
-            if s.startswith("verify-cmd"):
-                cmd_lines.append(s)
-    return Task(
-        path=path,
-        folder=folder,
-        id=task_id.strip(),
-        title=title,
-        status=status,
-        labels=labels,
-        verify_labels=tuple([lab for lab in labels if lab.startswith("verify:")]) if labels else (),
-        verify_cmd_lines=tuple(cmd_lines),
-        raw=data,
-    )
+        cmd_lines = _verify_cmd_lines(text, span[2])
+    verify = tuple([lab for lab in labels if lab.startswith("verify:")]) if labels else ()
+    return Task(path, folder, task_id.strip(), title, status, labels, verify,
+                tuple(cmd_lines), data)
 
 
 _CHUNK = 65536
@@ -627,8 +658,14 @@ def read_task(root: Path, path: Path, folder: str) -> Task:
 
 # --------------------------------------------------------------------------- the whole backlog
 
+_PLAIN_ID = re.compile(r"([A-Za-z]+)-([0-9]+)")
+
+
 def id_key(task_id: str) -> tuple[str, tuple[int, ...]] | str:
     """Identity of a task id as the CLI compares them: TASK-1, task-1 and TASK-01 are one task."""
+    m = _PLAIN_ID.fullmatch(task_id)
+    if m is not None:
+        return m.group(1).upper(), (int(m.group(2)),)
     text = task_id.strip()
     prefix, dash, number = text.partition("-")
     parts = number.split(".")
@@ -636,6 +673,87 @@ def id_key(task_id: str) -> tuple[str, tuple[int, ...]] | str:
             and all(p.isascii() and p.isdigit() for p in parts)):
         return prefix.upper(), tuple([int(p) for p in parts])
     return text.upper()
+
+
+def _parse_many(paths: list[Path], datas: list[bytes], folder: str,
+                errors: list[TaskFileError]) -> list[Task]:
+    """`parse_task` for many files, with one regular-expression pass over all of them.
+
+    The decoded files are joined with NULs and `_BULK` validates every frontmatter and captures
+    the four fields in one `finditer`; a file it does not take (another key order, a folded title,
+    a YAML error, ...) goes through `parse_task`, which gives the same result or the error.
+    """
+    texts: list[str] = []
+    starts: dict[int, int] = {}
+    pending: list[int] = []
+    pos = 0
+    for i, data in enumerate(datas):
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            pending.append(i)
+            continue
+        if "\x00" in text or not text:
+            pending.append(i)
+            continue
+        starts[pos] = i
+        texts.append(text)
+        pos += len(text) + 1
+    big = "\x00" + "\x00".join(texts)
+    ascii_only = big.isascii()
+    out: list[Task] = []
+    done: set[int] = set()
+    names = _FM_NAMES.findall
+    for m in _BULK.finditer(big):
+        idx = starts.get(m.start())
+        if idx is None:  # pragma: no cover - every match starts at a file's NUL
+            continue
+        fm_start, fm_end = m.span("fm")
+        if not ascii_only and _has_odd(big[fm_start:fm_end]):
+            continue
+        keys = names(big, fm_start - 1, fm_end)
+        if len(set(keys)) != len(keys):
+            continue  # a repeated key: parse_task reports it
+        raw_id, raw_title, raw_status, lflow, lblock = m.group(
+            "id", "title", "status", "lflow", "lblock")
+        task_id, title, status = _value(raw_id), _value(raw_title), _value(raw_status)
+        if type(task_id) is not str or type(title) is not str or type(status) is not str:
+            continue
+        task_id = task_id.strip()
+        if not task_id or task_id in _NULLS:
+            continue
+        if title in _NULLS:
+            title = ""
+        if status in _NULLS:
+            status = ""
+        labels: tuple[str, ...]
+        if lflow:
+            labels = tuple(_value(lflow))
+        elif lblock:
+            labels = tuple([_scalar(x) for x in _FM_ITEM.findall(lblock)])
+        else:
+            labels = ()
+        body = m.end()
+        end = big.find("\x00", body)
+        if end < 0:
+            end = len(big)
+        cmd_lines: list[str] = []
+        if big.find("verify-cmd", body, end) >= 0:
+            cmd_lines = _verify_cmd_lines(big, body, end)
+        verify = tuple([lab for lab in labels if lab.startswith("verify:")]) if labels else ()
+        out.append(Task(paths[idx], folder, task_id, title, status, labels, verify,
+                        tuple(cmd_lines), datas[idx]))
+        done.add(idx)
+    for i in pending + [i for i in starts.values() if i not in done]:
+        try:
+            out.append(parse_task(paths[i], datas[i], folder))
+        except TaskParseError as exc:
+            errors.append(TaskFileError(paths[i], exc.line, exc.reason))
+    return out
+
+
+def _first(pair: tuple[Any, Task]) -> Any:
+    return pair[0]
 
 
 def _task_names(dir_fd: int, prefix: str) -> list[str]:
@@ -662,30 +780,36 @@ def scan(root: Path) -> Scan:
             raise BacklogError(directory, f"cannot read the folder: {exc.strerror}") from None
         # pathlib's own fast child constructor (used by iterdir) when this Python has it
         child = getattr(directory, "_make_child_relpath", directory.joinpath)
+        paths: list[Path] = []
+        datas: list[bytes] = []
         try:
             for name in _task_names(dir_fd, prefix):
                 path: Path = child(name)
                 try:
-                    tasks.append(parse_task(path, _read_file(root, path, name, dir_fd), folder))
+                    datas.append(_read_file(root, path, name, dir_fd))
+                    paths.append(path)
                 except TaskParseError as exc:
                     errors.append(TaskFileError(path, exc.line, exc.reason))
         finally:
             os.close(dir_fd)
-    keys = [id_key(task.id) for task in tasks]
-    by_id: dict[object, list[Task]] = {}
-    for task, key in zip(tasks, keys, strict=True):
-        by_id.setdefault(key, []).append(task)
+        tasks.extend(_parse_many(paths, datas, folder, errors))
+    keyed = [(id_key(task.id), task) for task in tasks]
+    count: dict[object, int] = {}
+    for key, _ in keyed:
+        count[key] = count.get(key, 0) + 1
     kept: list[tuple[tuple[int, tuple[int, ...], str, str], Task]] = []
-    for task, key in zip(tasks, keys, strict=True):
-        same = by_id[key]
-        if len(same) == 1:
-            nums = key[1] if isinstance(key, tuple) else ()
-            kept.append(((0 if isinstance(key, tuple) else 1, nums, task.id, task.folder), task))
+    for key, task in keyed:
+        if count[key] == 1:
+            if type(key) is tuple:
+                kept.append(((0, key[1], task.id, task.folder), task))
+            else:
+                kept.append(((1, (), task.id, task.folder), task))
             continue
-        others = ", ".join(str(t.path.relative_to(root)) for t in same if t is not task)
+        others = ", ".join(str(t.path.relative_to(root)) for k, t in keyed
+                           if k == key and t is not task)
         errors.append(TaskFileError(task.path, _line_of(task.raw, "id"),
                                     f"ambiguous id {task.id}: also in {others}"))
-    kept.sort(key=lambda pair: pair[0])
+    kept.sort(key=_first)
     errors.sort(key=lambda e: str(e.path))
     return Scan(root=root, config=config, tasks=tuple(t for _, t in kept), errors=tuple(errors))
 

@@ -8,6 +8,7 @@ the real corpora (where the fast path must cover nearly every file, or the scan 
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +19,13 @@ from hypothesis import strategies as st
 from jobs.backlog import (
     FRONTMATTER_RE,
     FrontmatterYAMLError,
+    TaskParseError,
     _fast_fields,
     _fast_frontmatter,
     load_yaml,
+    parse_task,
     prequote_at_values,
+    scan,
     split_frontmatter,
 )
 
@@ -101,12 +105,13 @@ def test_fast_readers_agree_with_yaml_on_generated_text(fm: str) -> None:
 TEXT = st.text(alphabet="abZ09 -_:#'@&*!?,.[]{}%`|>~üé/", min_size=1, max_size=10)
 
 
+KEYS = ["id", "title", "status", "labels", "assignee", "references", "on", "x_y", "a-b"]
+
+
 @st.composite
-def cli_like_frontmatter(draw: st.DrawFn) -> str:
+def cli_like_frontmatter(draw: st.DrawFn, keys_from: tuple[str, ...] = tuple(KEYS)) -> str:
     """Mostly what the CLI and people write: unique keys, quoted/plain/flow/block/folded values."""
-    keys = draw(st.lists(st.sampled_from(["id", "title", "status", "labels", "assignee",
-                                          "references", "on", "x_y", "a-b"]),
-                         min_size=1, max_size=6, unique=True))
+    keys = draw(st.lists(st.sampled_from(keys_from), min_size=1, max_size=6, unique=True))
     lines = []
     for key in keys:
         kind = draw(st.sampled_from(["plain", "single", "double", "flow", "block", "folded",
@@ -202,3 +207,82 @@ def test_fast_readers_on_fixtures_and_corpora() -> None:
     assert field_hits >= 0.99 * total, (field_hits, total)
     # the line-by-line reader (used by edits) leaves folded titles to YAML
     assert full_hits >= 0.8 * total, (full_hits, total)
+
+
+# --------------------------------------------------------------------------- scan == per file
+
+
+def _reference_cmd_lines(body: str) -> list[str]:
+    found = []
+    for raw_line in body.split("\n"):
+        line = raw_line.rstrip("\r").lstrip(" ")
+        if line.startswith("- "):
+            line = line[2:]
+        if line.startswith("verify-cmd"):
+            found.append(line)
+    return found
+
+
+@settings(max_examples=500, deadline=None)
+@given(body=st.text(alphabet=" -\r\nverify-cmd:xj\t", max_size=60))
+def test_verify_cmd_lines_match_the_line_rule(body: str) -> None:
+    text = "---\nid: T-1\n---\n" + body
+    task = parse_task(Path("/r/backlog/tasks/task-1 - x.md"), text.encode(), "tasks")
+    assert list(task.verify_cmd_lines) == _reference_cmd_lines(body)
+
+
+def assert_scan_matches_per_file(root: Path) -> None:
+    """Every task `scan` returns is what `parse_task` makes of its bytes; every error it reports
+    (other than an ambiguous id) is the error `parse_task` raises; no task file is left out."""
+    result = scan(root)
+    config = result.config
+    files = {p for folder in ("tasks", "completed")
+             for p in (root / "backlog" / folder).glob(f"{config.task_prefix.lower()}-*.md")}
+    seen = set()
+    for task in result.tasks:
+        assert task == parse_task(task.path, task.path.read_bytes(), task.folder), task.path
+        seen.add(task.path)
+    for err in result.errors:
+        seen.add(err.path)
+        if err.message.startswith("ambiguous id") or not err.path.is_file() or \
+                err.path.is_symlink():
+            continue
+        try:
+            parse_task(err.path, err.path.read_bytes(), err.path.parent.name)
+        except TaskParseError as exc:
+            assert (exc.reason, exc.line) == (err.message, err.line), err.path
+        else:
+            raise AssertionError(f"scan refused {err.path} but parse_task reads it")
+    assert seen == files
+
+
+def test_scan_matches_per_file_on_fixtures_and_corpora() -> None:
+    roots = [p.parent for p in FIXTURES.rglob("backlog") if (p / "config.yml").exists()]
+    if CORPORA.is_dir():
+        roots += sorted(p for p in CORPORA.iterdir() if (p / "backlog").is_dir())
+    assert len(roots) >= 5
+    for root in roots:
+        assert_scan_matches_per_file(root)
+
+
+BODY = st.sampled_from(["", "\n", "\n## Notes\n\nverify-cmd: just verify-a\n",
+                        "\r\n  - verify-cmd: just x\r\n", "\nverify-cmd", "no newline"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(files=st.lists(st.one_of(
+    st.tuples(cli_like_frontmatter(), BODY, st.just(False)),
+    st.tuples(cli_like_frontmatter(keys_from=tuple(KEYS[3:])), BODY, st.just(True))),
+    min_size=1, max_size=6))
+def test_scan_matches_per_file_on_generated_repos(files: list[tuple[str, str, bool]]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "backlog" / "tasks").mkdir(parents=True)
+        (root / "backlog" / "config.yml").write_text("task_prefix: task\n")
+        for n, (fm, body, head) in enumerate(files):
+            if head:  # the CLI's first three keys, so the bulk path takes the file
+                fm = f"id: TASK-{n}\ntitle: T {n}\nstatus: Done\n" + fm
+            eol = "\r\n" if "\r\n" in fm else "\n"
+            text = f"---{eol}{fm}{eol}---{eol}{body}" if fm else f"---{eol}---{eol}{body}"
+            (root / "backlog" / "tasks" / f"task-{n} - x.md").write_text(text, newline="")
+        assert_scan_matches_per_file(root)
