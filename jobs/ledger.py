@@ -126,7 +126,13 @@ class Ledger:
             # Two runs may share one SQLite file: wait for the other's write instead of failing.
             connect_args = {"timeout": 30} if url.startswith("sqlite") else {}
             self.engine = sa.create_engine(url, connect_args=connect_args)
-            _metadata.create_all(self.engine)
+            try:
+                _metadata.create_all(self.engine)
+            except SQLAlchemyError:
+                # Two runs opening a new ledger at once: the other one's CREATE TABLE came
+                # between our check and ours. Its table is the one we wanted.
+                if not sa.inspect(self.engine).has_table(attempts.name):
+                    raise
         except (SQLAlchemyError, OSError) as exc:
             raise LedgerError(f"cannot open the ledger {url}: {exc}") from None
 
