@@ -11,7 +11,9 @@ passes and `locked` repositories (exit 3 when it met a lock, else 0), and the le
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 import time
 import uuid
 from collections import Counter
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from verify_helpers import VerifyRepo, kill_marked, make_verify_repo, start_verify
+from verify_helpers import ROOT, VerifyRepo, kill_marked, make_verify_repo, start_verify
 
 TODAY = ("--today", "2026-11-30")
 REPOS = 3
@@ -121,3 +123,27 @@ def test_two_concurrent_runs_verify_each_task_once(tmp_path: Path) -> None:
                             for a in attempts if a["verdict"] == "pass")
     assert ledger_passes == expected
     assert all(a["edit_state"] in ("committed", "none") for a in attempts)
+
+
+OPEN_LEDGER = """
+import sys, time
+from jobs.ledger import Ledger
+folder, start, rounds = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+for n in range(rounds):
+    while time.time() < start + n * 0.25:
+        pass  # spin: every process leaves the line within microseconds of the others
+    Ledger(f"sqlite:///{folder}/ledger-{n}.db").close()
+"""
+
+
+def test_runs_opening_a_new_ledger_at_the_same_instant(tmp_path: Path) -> None:
+    # The first morning several runs start together: all find no table and all create it.
+    rounds = 10
+    start = time.time() + 2.0  # after every process has imported SQLAlchemy
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    procs = [subprocess.Popen([sys.executable, "-c", OPEN_LEDGER, str(tmp_path), str(start),
+                               str(rounds)], env=env, cwd=tmp_path, stderr=subprocess.PIPE,
+                              text=True)
+             for _ in range(6)]
+    errors = [p.communicate(timeout=60)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0] * len(procs), errors
