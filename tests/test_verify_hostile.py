@@ -180,7 +180,51 @@ verify-cmd: just verify-x
 """),
 ]
 
-CASES = CMD_CASES + LABEL_CASES + FRONTMATTER_CASES
+UNREADABLE, NOT_DUE = "unreadable", "not due"
+# YAML that a full loader would turn into code, or into something huge. The command is malformed
+# on purpose, so the task can never be due: a marker could only come from the YAML itself. How
+# the reader takes such a file (unreadable, an unknown tag read as text, refused) may vary.
+BAD_CMD = "verify-cmd: just verify-x --yaml"
+YAML_CASES = [
+    Case("python/object/apply tag as the labels", expect=NOT_DUE, notes=BAD_CMD,
+         labels=" !!python/object/apply:os.system ['touch {M}/pwned-{N}']"),
+    Case("python/object/apply tag in a label", expect=NOT_DUE, notes=BAD_CMD,
+         labels="\n  - !!python/object/apply:os.system ['touch {M}/pwned-{N}']"),
+    Case("python/object/apply tag in the title", expect=NOT_DUE, raw="""---
+id: TASK-{N}
+title: !!python/object/apply:os.system ["touch {M}/pwned-{N}"]
+status: Done
+labels:
+  - 'verify:2026-11-01'
+---
+
+""" + BAD_CMD + "\n"),
+    Case("python/name tag as the status", expect=NOT_DUE, raw="""---
+id: TASK-{N}
+title: Tagged status
+status: !!python/name:os.system
+labels:
+  - 'verify:2026-11-01'
+---
+
+""" + BAD_CMD + "\n"),
+    Case("exponential aliases", expect=NOT_DUE, raw="""---
+id: TASK-{N}
+title: Laughs
+status: Done
+a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]
+b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]
+c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]
+d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]
+e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]
+f: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e]
+labels: [*f, 'verify:2026-11-01']
+---
+
+""" + BAD_CMD + "\n"),
+]
+
+CASES = CMD_CASES + LABEL_CASES + FRONTMATTER_CASES + YAML_CASES
 
 # Legitimate forms: these must pass, or the corpus above proves nothing.
 CONTROLS = {
@@ -265,6 +309,10 @@ def test_hostile_corpus_runs_nothing(tmp_path: Path) -> None:
         row, result = listed.get(tid), results.get(tid)
         if case.expect == IGNORED:
             ok = row is None and result is None
+        elif case.expect == NOT_DUE:
+            ok = ((row is None and result is None)
+                  or (row is not None and row["state"] in (REFUSED, "not done")
+                      and (result is None or result["verdict"] == REFUSED)))
         elif case.expect == REFUSED:
             ok = (row is not None and row["state"] == REFUSED and bool(row["reason"])
                   and result is not None and result["verdict"] == REFUSED
@@ -291,6 +339,7 @@ def test_hostile_corpus_runs_nothing(tmp_path: Path) -> None:
     # The ledger agrees: every hostile task refused, none with an edit.
     attempts = repo.history()
     refused_ids = {a["task_id"] for a in attempts if a["verdict"] == REFUSED}
-    assert refused_ids == {tid for tid, (c, _) in hostile.items() if c.expect == REFUSED}
+    assert refused_ids == {tid for tid, (c, _) in hostile.items() if c.expect == REFUSED} | {
+        tid for tid, r in results.items() if r["verdict"] == REFUSED}
     assert all(a["edit_state"] == "none" for a in attempts if a["verdict"] == REFUSED)
     assert any(e["event"] == "verify.refused" for e in repo.log_events())
