@@ -455,6 +455,10 @@ class Task:
     raw: bytes
 
 
+_TASK_FIELDS = ("path", "folder", "id", "title", "status", "labels", "verify_labels",
+                "verify_cmd_lines", "raw")
+
+
 @dataclass(frozen=True)
 class TaskFileError:
     path: Path
@@ -687,6 +691,14 @@ def _parse_many(paths: list[Path], datas: list[bytes], folder: str,
     starts: dict[int, int] = {}
     pending: list[int] = []
     pos = 0
+    joined = b"\x00".join(datas)
+    if joined.isascii() and joined.count(b"\x00") == len(datas) - 1 and all(datas):
+        # all ASCII (so bytes are characters) and no NUL inside a file: decode once
+        big = "\x00" + joined.decode("ascii")
+        for i, data in enumerate(datas):
+            starts[pos] = i
+            pos += len(data) + 1
+        return _parse_big(big, True, starts, [], paths, datas, folder, errors)
     for i, data in enumerate(datas):
         try:
             text = data.decode("utf-8")
@@ -700,49 +712,67 @@ def _parse_many(paths: list[Path], datas: list[bytes], folder: str,
         texts.append(text)
         pos += len(text) + 1
     big = "\x00" + "\x00".join(texts)
-    ascii_only = big.isascii()
+    return _parse_big(big, big.isascii(), starts, pending, paths, datas, folder, errors)
+
+
+_BULK_FM = _BULK.groupindex["fm"]
+_BULK_FIELDS = tuple(_BULK.groupindex[g] for g in ("id", "title", "status", "lflow", "lblock"))
+
+
+def _new_task(*values: Any) -> Task:
+    """Task(*values) without the frozen dataclass's per-field `object.__setattr__` calls (the
+    same object: a frozen dataclass keeps its fields in the instance `__dict__` too); a
+    5,000-task scan builds one per file."""
+    task: Task = object.__new__(Task)
+    task.__dict__.update(zip(_TASK_FIELDS, values, strict=True))
+    return task
+
+
+def _parse_big(big: str, ascii_only: bool, starts: dict[int, int], pending: list[int],
+               paths: list[Path], datas: list[bytes], folder: str,
+               errors: list[TaskFileError]) -> list[Task]:
     out: list[Task] = []
     done: set[int] = set()
     names = _FM_NAMES.findall
+    scalar = _scalar
+    nulls = _NULLS
     for m in _BULK.finditer(big):
         idx = starts.get(m.start())
         if idx is None:  # pragma: no cover - every match starts at a file's NUL
             continue
-        fm_start, fm_end = m.span("fm")
+        fm_start, fm_end = m.span(_BULK_FM)
         if not ascii_only and _has_odd(big[fm_start:fm_end]):
             continue
         keys = names(big, fm_start - 1, fm_end)
         if len(set(keys)) != len(keys):
             continue  # a repeated key: parse_task reports it
-        raw_id, raw_title, raw_status, lflow, lblock = m.group(
-            "id", "title", "status", "lflow", "lblock")
-        task_id, title, status = _value(raw_id), _value(raw_title), _value(raw_status)
-        if type(task_id) is not str or type(title) is not str or type(status) is not str:
+        raw_id, raw_title, raw_status, lflow, lblock = m.group(*_BULK_FIELDS)
+        task_id = scalar(raw_id).strip()
+        if not task_id or task_id in nulls:
             continue
-        task_id = task_id.strip()
-        if not task_id or task_id in _NULLS:
-            continue
-        if title in _NULLS:
+        title = scalar(raw_title)
+        status = scalar(raw_status)
+        if title in nulls:
             title = ""
-        if status in _NULLS:
+        if status in nulls:
             status = ""
         labels: tuple[str, ...]
         if lflow:
-            labels = tuple(_value(lflow))
+            labels = tuple(_value(lflow)) if len(lflow) > 2 else ()
         elif lblock:
-            labels = tuple([_scalar(x) for x in _FM_ITEM.findall(lblock)])
+            labels = tuple([scalar(x) for x in _FM_ITEM.findall(lblock)])
         else:
             labels = ()
         body = m.end()
         end = big.find("\x00", body)
         if end < 0:
             end = len(big)
-        cmd_lines: list[str] = []
+        cmd_lines: tuple[str, ...] = ()
         if big.find("verify-cmd", body, end) >= 0:
-            cmd_lines = _verify_cmd_lines(big, body, end)
+            cmd_lines = tuple(_verify_cmd_lines(big, body, end))
         verify = tuple([lab for lab in labels if lab.startswith("verify:")]) if labels else ()
-        out.append(Task(paths[idx], folder, task_id, title, status, labels, verify,
-                        tuple(cmd_lines), datas[idx]))
+        out.append(_new_task(paths[idx], folder, task_id, title, status, labels, verify,
+                             cmd_lines, datas[idx]))
         done.add(idx)
     for i in pending + [i for i in starts.values() if i not in done]:
         try:
@@ -784,12 +814,28 @@ def scan(root: Path) -> Scan:
         datas: list[bytes] = []
         try:
             for name in _task_names(dir_fd, prefix):
-                path: Path = child(name)
+                # The common case inline: a small regular file read in one go. Anything else
+                # (a link, a directory, an empty or big file, an error) gets `_read_file`.
                 try:
-                    datas.append(_read_file(root, path, name, dir_fd))
-                    paths.append(path)
-                except TaskParseError as exc:
-                    errors.append(TaskFileError(path, exc.line, exc.reason))
+                    fd = os.open(name, _OPEN_FLAGS, dir_fd=dir_fd)
+                except OSError:
+                    data = b""
+                else:
+                    try:
+                        data = os.read(fd, _CHUNK)
+                    except OSError:
+                        data = b""
+                    finally:
+                        os.close(fd)
+                path: Path = child(name)
+                if not data or len(data) == _CHUNK:
+                    try:
+                        data = _read_file(root, path, name, dir_fd)
+                    except TaskParseError as exc:
+                        errors.append(TaskFileError(path, exc.line, exc.reason))
+                        continue
+                datas.append(data)
+                paths.append(path)
         finally:
             os.close(dir_fd)
         tasks.extend(_parse_many(paths, datas, folder, errors))
