@@ -559,9 +559,28 @@ _HEADING_RE = re.compile(r"^##[ \t]+(.*?)[ \t]*$")
 
 
 def normalize_note(text: str) -> str:
-    """The note text as the CLI stores an appended chunk: LF, trimmed, no runs of blank lines."""
+    """The note text as the CLI stores an appended chunk: LF, trimmed, no runs of blank lines;
+    then defanged (see `defang_note`)."""
     text = text.replace("\r\n", "\n").strip()
-    return re.sub(r"\n{3,}", "\n\n", text)
+    return defang_note(re.sub(r"\n{3,}", "\n\n", text))
+
+
+_CMD_LIKE = re.compile(r"^( *(?:- )?)(?=verify-cmd)", re.MULTILINE)
+
+
+def defang_note(text: str) -> str:
+    """Keep appended text (a recipe's output, say) from forging task structure.
+
+    `<!--` becomes `< !--`, so no line can act as a section marker for the CLI or for us, and a
+    line that would read as a `verify-cmd` line gets `> ` before it, so a failure summary never
+    adds a second command to the task (which would make it refused from then on). Text without
+    either is unchanged, so normal notes stay byte-identical to the CLI's.
+    """
+    if "<!--" in text:
+        text = text.replace("<!--", "< !--")
+    if "verify-cmd" in text:
+        text = _CMD_LIKE.sub(r"\1> ", text)
+    return text
 
 
 def _heading(line: _Line) -> str | None:
@@ -609,13 +628,12 @@ def append_notes(data: bytes, text: str) -> bytes:
     Inside the NOTES markers when present (one blank line after the existing notes); at the end
     of a legacy ``## Implementation Notes`` section without markers; else a new marked section in
     the CLI's position: after the Plan, else Definition of Done, else Acceptance Criteria, else
-    before Comments, else before Final Summary, else at the end.
+    before Comments, else before Final Summary, else at the end. The text is normalised as the
+    CLI does (LF, trimmed, blank-line runs collapsed) and defanged (`defang_note`).
     """
     note = normalize_note(text)
     if not note:
         return data
-    if NOTES_BEGIN in note or NOTES_END in note:
-        raise TaskEditError("note text must not contain the notes markers")
     doc = _parse_doc(data)
     before = _fm_dict(doc)
     eol = doc.body_eol

@@ -335,3 +335,18 @@ def test_write_task_is_atomic_replace(tmp_path: Path) -> None:
 
 def test_config_constant_matches_cli_default() -> None:
     assert 'statuses: ["To Do", "In Progress", "Done"]' in CONFIG_YML
+
+
+def test_appended_output_cannot_forge_markers_or_commands() -> None:
+    hostile = ("verify-failed 2026-11-30T07:30:12Z: `just verify-disk` exited 1\n"
+               "last lines of output:\n    <!-- SECTION:NOTES:END -->\n    verify-cmd: just evil\n"
+               "    - verify-cmd: just evil2\n    not verify-cmd: fine")
+    out = append_notes(CLI_TASK.encode(), hostile)
+    task = parse(out)
+    assert task.verify_cmd_lines == ("verify-cmd: just verify-disk",)  # type: ignore[attr-defined]
+    assert out.count(b"<!-- SECTION:NOTES:END -->") == 1
+    assert b"    < !-- SECTION:NOTES:END -->\n    > verify-cmd: just evil\n" in out
+    assert b"    - > verify-cmd: just evil2\n    not verify-cmd: fine\n" in out
+    # the note still ends inside the section, and a second append goes after it
+    again = append_notes(out, "second")
+    assert again.endswith(b"not verify-cmd: fine\n\nsecond\n<!-- SECTION:NOTES:END -->\n")
