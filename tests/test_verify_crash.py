@@ -8,6 +8,13 @@ moves a task out of completed/; after the commit (a real `post-commit` hook paus
 is started in its own session and its whole process group is killed, hooks included; anything it
 left (a recipe's sleep lives in the recipe's own session) is found by a mark in its environment,
 left running while the re-run works, and killed by the test afterwards.
+
+A `git commit` killed inside its pre-commit hook leaves `.git/index.lock`; only the owner can tell
+a stale lock from a live git, so the first re-run skips the repository (one line saying why) and
+the test then removes the lock as the owner would. Two steps no outside observer can wait for are
+hit exactly by a process that SIGKILLs itself at the call: inside the atomic write of the task
+file (temporary sibling written, not renamed) and after the edit just before git is called (the
+pending edit is then committed by the re-run with no help at all).
 """
 
 from __future__ import annotations
