@@ -41,9 +41,11 @@ from jobs.backlog import (
     FRONTMATTER_RE,
     FrontmatterYAMLError,
     TaskEditError,
+    _fast_frontmatter,
     is_null,
     load_frontmatter,
     load_yaml,
+    yaml_has_aliases,
 )
 
 NOTES_BEGIN = "<!-- SECTION:NOTES:BEGIN -->"
@@ -133,8 +135,16 @@ def _parse_doc(data: bytes) -> _Doc:
 
 
 def _fm_dict(doc: _Doc) -> dict[str, Any]:
+    text = _join(doc.fm)
+    fast = _fast_frontmatter(text)
+    if fast is not None:
+        return fast
+    if yaml_has_aliases(text):
+        # the CLI never writes aliases, and the self-check of an edit compares parsed values,
+        # which aliases can make exponentially large
+        raise TaskEditError("the frontmatter uses YAML anchors or aliases; not edited")
     try:
-        return load_frontmatter(_join(doc.fm))
+        return load_frontmatter(text)
     except FrontmatterYAMLError as exc:
         where = f"line {exc.line}: " if exc.line else ""
         raise TaskEditError(f"{where}{exc.message}") from None

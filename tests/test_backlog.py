@@ -350,3 +350,11 @@ def test_appended_output_cannot_forge_markers_or_commands() -> None:
     # the note still ends inside the section, and a second append goes after it
     again = append_notes(out, "second")
     assert again.endswith(b"not verify-cmd: fine\n\nsecond\n<!-- SECTION:NOTES:END -->\n")
+
+
+def test_edit_refuses_anchors_and_aliases_quickly() -> None:
+    laughs = "".join(f"k{n}: &k{n} [{', '.join([f'*k{n - 1}'] * 9)}]\n" for n in range(1, 10))
+    text = ("---\nid: TASK-1\nstatus: Done\nk0: &k0 [lol, lol]\n" + laughs +
+            "labels:\n  - 'verify:2026-11-01'\n---\nverify-cmd: just verify-x\n").encode()
+    with pytest.raises(TaskEditError, match="anchors or aliases"):
+        remove_label(text, "verify:2026-11-01")
