@@ -822,6 +822,9 @@ def scan(root: Path) -> Scan:
             continue  # git keeps no empty folders: a missing tasks/ or completed/ is empty
         except OSError as exc:
             raise BacklogError(directory, f"cannot read the folder: {exc.strerror}") from None
+        if directory.is_symlink() and not directory.resolve().is_relative_to(root.resolve()):
+            os.close(dir_fd)
+            raise BacklogError(directory, "the folder is a symbolic link to outside the repository")
         # pathlib's own fast child constructor (used by iterdir) when this Python has it
         child = getattr(directory, "_make_child_relpath", directory.joinpath)
         paths: list[Path] = []

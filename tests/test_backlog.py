@@ -358,3 +358,21 @@ def test_edit_refuses_anchors_and_aliases_quickly() -> None:
             "labels:\n  - 'verify:2026-11-01'\n---\nverify-cmd: just verify-x\n").encode()
     with pytest.raises(TaskEditError, match="anchors or aliases"):
         remove_label(text, "verify:2026-11-01")
+
+
+def test_task_folder_linked_outside_the_repository(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "task-1 - x.md").write_text(CLI_TASK)
+    root = tmp_path / "repo"
+    make_backlog(root, {})
+    (root / "backlog/tasks").rmdir()
+    os.symlink(outside, root / "backlog/tasks")
+    with pytest.raises(BacklogError, match="symbolic link to outside"):
+        scan(root)
+    inside = root / "kept"
+    inside.mkdir()
+    (inside / "task-2 - y.md").write_text(CLI_TASK.replace("TASK-1", "TASK-2"))
+    os.unlink(root / "backlog/tasks")
+    os.symlink(inside, root / "backlog/tasks")
+    assert [t.id for t in scan(root).tasks] == ["TASK-2"]
