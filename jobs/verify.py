@@ -184,6 +184,9 @@ class _RepoRun:
                 self.finish(self.attempt("locked", reason="another loop-verify holds "
                                          f"{gdir / LOCK_NAME}"))
                 return
+            if pending:
+                # Another run may have finished these while we waited for the lock: ask again.
+                pending = self.ledger.pending(str(self.root)) if self.ledger is not None else []
             if pending and not self.recover(pending):
                 return
             # Another run may have committed verdicts while we waited: judge the tasks afresh.
