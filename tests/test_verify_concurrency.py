@@ -147,3 +147,66 @@ def test_runs_opening_a_new_ledger_at_the_same_instant(tmp_path: Path) -> None:
              for _ in range(6)]
     errors = [p.communicate(timeout=60)[1] for p in procs]
     assert [p.returncode for p in procs] == [0] * len(procs), errors
+
+
+# A run that dies just before git commits its verdict (the process SIGKILLs itself at the call),
+# or one that reaches the repository's lock only when told to: the two meet over the same
+# pending edit.
+STAGED = """
+import os, runpy, signal, sys, time
+import jobs.git, jobs.verify
+if os.environ.get("DIE_BEFORE_COMMIT"):
+    def commit_paths(*a, **k):
+        os.kill(os.getpid(), signal.SIGKILL)
+    jobs.git.commit_paths = commit_paths
+go = os.environ.get("LOCK_WHEN")
+if go:
+    real_lock = jobs.verify.exclusive_lock
+    def exclusive_lock(*a, **k):
+        open(go + ".waiting", "w").close()
+        while not os.path.exists(go):
+            time.sleep(0.01)
+        return real_lock(*a, **k)
+    jobs.verify.exclusive_lock = exclusive_lock
+sys.argv = ["loop-verify", *sys.argv[1:]]
+runpy.run_module("jobs.main", run_name="__main__", alter_sys=True)
+"""
+
+
+def test_a_pending_edit_is_finished_by_one_run_only(tmp_path: Path) -> None:
+    counter = tmp_path / "counter"
+    repo = make_verify_repo(tmp_path / "r", justfile=justfile("app", counter, 2))
+    repo.add_task(1, notes="verify-cmd: just verify-t1")
+    repo.add_task(2, notes="verify-cmd: just verify-t2")
+    repo.commit_all("tasks")
+    argv = [sys.executable, "-c", STAGED, "run", "--config", str(repo.config_path), *TODAY]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    killed = subprocess.run([*argv, "--json"], cwd=repo.root, env={**env, "DIE_BEFORE_COMMIT": "1"},
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert killed.returncode == -9, killed.stderr
+    assert [a["edit_state"] for a in repo.history()] == ["pending"]
+
+    # B reads the ledger (one pending edit), then waits at the lock while A finishes everything.
+    go = tmp_path / "go"
+    late = subprocess.Popen([*argv, "--json"], cwd=repo.root, env={**env, "LOCK_WHEN": str(go)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not Path(f"{go}.waiting").exists():
+            assert late.poll() is None and time.monotonic() < deadline, late.communicate()
+            time.sleep(0.01)
+        code, first = repo.run_json("run", *TODAY)
+        go.touch()
+        out, err = late.communicate(timeout=60)
+    finally:
+        if late.poll() is None:
+            late.kill()
+            late.wait()
+    second = json.loads(out)
+    assert code == 0 and late.returncode == 0, (first, out, err)
+    reported = [(r["task_id"], r["verdict"]) for d in (first, second) for r in d["results"]]
+    assert sorted(reported) == [("TASK-1", "pass"), ("TASK-2", "pass")]
+    assert passed_commits(repo) == Counter({"TASK-1": 1, "TASK-2": 1})
+    assert Counter(counter.read_text().split()) == Counter({"app:TASK-1": 1, "app:TASK-2": 1})
+    recovered = [e for e in repo.log_events() if e["event"] == "verify.recovered"]
+    assert [e["task"] for e in recovered] == ["TASK-1"]
