@@ -1,0 +1,139 @@
+"""The ledger on SQLite and on a real, throwaway PostgreSQL server (`ledger:` URL)."""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import yaml
+from verify_helpers import make_verify_repo
+
+from jobs.ledger import Attempt, Ledger, LedgerError
+
+
+def attempt(repo: str, verdict: str, started: datetime, **kw: object) -> Attempt:
+    return Attempt(run_id="r1", started_at=started, repo=repo, verdict=verdict, **kw)  # type: ignore[arg-type]
+
+
+def exercise(url: str) -> None:
+    ledger = Ledger(url)
+    try:
+        day = datetime(2026, 11, 30, 7, 30, tzinfo=UTC)
+        first = ledger.record(attempt("/a", "pass", day - timedelta(days=2), task_id="TASK-1",
+                                      commit_sha="a" * 40))
+        pending = ledger.record(attempt("/a", "fail", day, task_id="TASK-2",
+                                        edit_state="pending", before_sha256="b" * 64,
+                                        after_sha256="c" * 64,
+                                        edit_paths=["backlog/tasks/x.md"],
+                                        commit_message="loop-verify: TASK-2 failed (just v)"))
+        ledger.record(attempt("/b", "skipped", day, reason="dirty"))
+        assert first.id is not None and pending.id is not None
+
+        [found] = ledger.pending("/a")
+        assert found.id == pending.id and found.edit_paths == ["backlog/tasks/x.md"]
+        assert found.started_at == day and found.started_at.tzinfo is not None
+        found.edit_state, found.commit_sha = "committed", "d" * 40
+        ledger.update(found)
+        assert ledger.pending("/a") == []
+
+        assert [a.verdict for a in ledger.history()] == ["pass", "fail", "skipped"]
+        assert [a.task_id for a in ledger.history(since=date(2026, 11, 30))] == ["TASK-2", None]
+        assert [a.verdict for a in ledger.history(repo="/b")] == ["skipped"]
+        assert ledger.history(repo="/a")[1].commit_sha == "d" * 40
+        assert ledger.history()[0].to_json()["started_at"] == "2026-11-28T07:30:00Z"
+    finally:
+        ledger.close()
+    # A second connection sees the same rows: the schema is created once, not per run.
+    again = Ledger(url)
+    try:
+        assert len(again.history()) == 3
+    finally:
+        again.close()
+
+
+def test_sqlite_ledger(tmp_path: Path) -> None:
+    exercise(f"sqlite:///{tmp_path / 'deep' / 'ledger.db'}")
+
+
+def test_unusable_ledger_is_a_clear_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(LedgerError, match="cannot open the ledger"):
+        Ledger(f"sqlite:///{blocker / 'ledger.db'}")
+    with pytest.raises(LedgerError):
+        Ledger("nosuchdialect://x")
+
+
+def _postgres_bin() -> Path | None:
+    for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
+        if (Path(candidate) / "initdb").exists():
+            return Path(candidate)
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def postgres_url() -> Iterator[str]:
+    """A PostgreSQL server of our own on a Unix socket, for this module only."""
+    bindir = _postgres_bin()
+    if bindir is None:
+        pytest.skip("PostgreSQL server binaries are not installed (/usr/lib/postgresql/*/bin)")
+    pytest.importorskip("psycopg")
+    base = Path(tempfile.mkdtemp(prefix="loop-jobs-pg-"))
+    os.chmod(base, 0o755)
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        # The server refuses to run as root: run it as the postgres user in its own folder.
+        try:
+            user = pwd.getpwnam("postgres")
+        except KeyError:
+            pytest.skip("running as root and there is no postgres user to run the server")
+        os.chown(base, user.pw_uid, user.pw_gid)
+        prefix = ["runuser", "-u", "postgres", "--"]
+    data, port = base / "data", _free_port()
+    try:
+        subprocess.run([*prefix, str(bindir / "initdb"), "-D", str(data), "-A", "trust",
+                        "-U", "loop", "--no-sync"], check=True, capture_output=True)
+        subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l",
+                        str(base / "log"), "-o",
+                        f"-k {base} -p {port} -c listen_addresses='' -c fsync=off",
+                        "start"], check=True, capture_output=True, timeout=60)
+        yield f"postgresql+psycopg://loop@/postgres?host={base}&port={port}"
+    finally:
+        subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate",
+                        "stop"], capture_output=True, check=False)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def test_postgresql_ledger(postgres_url: str) -> None:
+    exercise(postgres_url)
+
+
+def test_loop_verify_records_into_postgresql(tmp_path: Path, postgres_url: str) -> None:
+    with Ledger(postgres_url).engine.begin() as conn:
+        conn.exec_driver_sql("DELETE FROM attempts")
+    repo = make_verify_repo(tmp_path)
+    config = yaml.safe_load(repo.config_path.read_text())
+    config["ledger"] = postgres_url
+    repo.config_path.write_text(yaml.safe_dump(config))
+    repo.add_task(1)
+    repo.commit_all("task")
+
+    assert repo.run("run", "--today", "2026-11-30").returncode == 0
+    [row] = repo.history()
+    assert row["verdict"] == "pass" and row["commit_sha"] == repo.head()
+    assert not (repo.state_dir / "ledger.db").exists()
