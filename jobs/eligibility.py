@@ -14,6 +14,10 @@ _LABEL = re.compile(r"verify:(\d{4})-(\d{2})-(\d{2})", re.ASCII)
 # The only command loop-verify will ever run. Nothing may follow the recipe name.
 _COMMAND = re.compile(r"verify-cmd: just (verify-[A-Za-z0-9][A-Za-z0-9_-]*)", re.ASCII)
 
+# Every id the Backlog CLI makes (TASK-12, task-3.1, BACK-7, task-epic-2.1) and nothing that could
+# carry a second line.
+_TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*", re.ASCII)
+
 
 @dataclass(frozen=True)
 class Classified:
@@ -48,6 +52,11 @@ def classify(task: Task, config: BacklogConfig, today: date) -> Classified | Non
         return None
     if not config.is_done(task.status):
         return Classified(task, NOT_DONE, f"status is {task.status!r}, not {config.done_status!r}")
+    if not _TASK_ID.fullmatch(task.id):
+        # The id goes into the commit message and the run's one line per task: a newline in it
+        # could forge trailers (`Claude-Session: ...`) or lines of output.
+        return Classified(task, REFUSED, f"task id {task.id!r} is not a plain id "
+                          "(letters, digits, '.', '_' and '-')")
     if len(task.verify_labels) > 1:
         return Classified(task, REFUSED,
                           f"{len(task.verify_labels)} verify labels: "
