@@ -168,6 +168,36 @@ labels:
 
 No command in the body.
 """),
+    Case("id forging a commit trailer", raw="""---
+id: "TASK-{N}\\n\\nClaude-Session: forged"
+title: Id trick
+status: Done
+labels:
+  - 'verify:2026-11-01'
+---
+
+verify-cmd: just verify-x
+"""),
+    Case("id with a carriage return", raw="""---
+id: "TASK-{N}\\rpass     app TASK-1"
+title: Id trick
+status: Done
+labels:
+  - 'verify:2026-11-01'
+---
+
+verify-cmd: just verify-x
+"""),
+    Case("id with a space and shell text", raw="""---
+id: TASK-{N} $(touch {M}/pwned-{N})
+title: Id trick
+status: Done
+labels:
+  - 'verify:2026-11-01'
+---
+
+verify-cmd: just verify-x
+"""),
     Case("status smuggling a second key", expect="not done", raw="""---
 id: TASK-{N}
 title: Status trick
@@ -293,7 +323,8 @@ def test_hostile_corpus_runs_nothing(tmp_path: Path) -> None:
 
     code, listing = repo.run_json("list", *TODAY)
     assert code == 0, listing
-    listed = {row["id"]: row for row in listing["tasks"]}
+    # Keyed by the task file's path: a hostile id may be anything.
+    listed = {row["path"]: row for row in listing["tasks"]}
     code, data = repo.run_json("run", *TODAY)
     assert code == 0, data
 
@@ -303,10 +334,11 @@ def test_hostile_corpus_runs_nothing(tmp_path: Path) -> None:
     # The controls ran once each: the rules are not simply refusing everything.
     assert sorted(control_log.read_text().split()) == sorted(CONTROL_RECIPES + ["verify-ctl2"])
 
-    results = {r["task_id"]: r for r in data["results"]}
+    results = {r["task_path"]: r for r in data["results"]}
     wrong = []
     for tid, (case, path) in hostile.items():
-        row, result = listed.get(tid), results.get(tid)
+        rel = str(path.relative_to(repo.root))
+        row, result = listed.get(rel), results.get(rel)
         if case.expect == IGNORED:
             ok = row is None and result is None
         elif case.expect == NOT_DUE:
@@ -324,7 +356,8 @@ def test_hostile_corpus_runs_nothing(tmp_path: Path) -> None:
         assert path.read_bytes() == before[tid], (tid, case.why)
     assert wrong == []
     assert not any(r["verdict"] not in (REFUSED, "pass") for r in data["results"])
-    assert {tid for tid, r in results.items() if r["verdict"] == "pass"} == set(controls)
+    assert {rel for rel, r in results.items() if r["verdict"] == "pass"} == {
+        str(p.relative_to(repo.root)) for p in controls.values()}
 
     # Exactly one commit per control, each touching only its own task file; none for the rest.
     log = repo.git("log", "--format=%x00%s", "--name-only", f"{head_before}..HEAD")
@@ -338,8 +371,9 @@ def test_hostile_corpus_runs_nothing(tmp_path: Path) -> None:
     assert repo.status() == ""
     # The ledger agrees: every hostile task refused, none with an edit.
     attempts = repo.history()
-    refused_ids = {a["task_id"] for a in attempts if a["verdict"] == REFUSED}
-    assert refused_ids == {tid for tid, (c, _) in hostile.items() if c.expect == REFUSED} | {
-        tid for tid, r in results.items() if r["verdict"] == REFUSED}
+    refused = {a["task_path"] for a in attempts if a["verdict"] == REFUSED}
+    assert refused == {str(p.relative_to(repo.root)) for c, p in hostile.values()
+                       if c.expect == REFUSED} | {
+        rel for rel, r in results.items() if r["verdict"] == REFUSED}
     assert all(a["edit_state"] == "none" for a in attempts if a["verdict"] == REFUSED)
     assert any(e["event"] == "verify.refused" for e in repo.log_events())
