@@ -240,17 +240,23 @@ _LINES = (
     rf"(?:{_ITEM} *\r?\n|>-\r?\n(?P<ci2>(?P=li) +){_FOLD_LINE}(?:(?P=ci2){_FOLD_LINE})*+)"
     rf")*+)?+")
 _VALID_PATTERN = rf"(?:{_LINES})*+"
-# Many files at once (`_parse_many`): each file's text follows a NUL; the frontmatter must start
-# with id/title/status (as the CLI writes it) and `labels` is captured as a flow or block list.
+# Many files at once (`_parse_many`): each file's text follows a NUL. Only what the CLI itself
+# writes is taken here (LF, no BOM, id/title/status first, plain or single-quoted values, `[]`,
+# two-space `- ` lists, `>-` folds); every other file goes through `parse_task`. Keeping this
+# grammar small keeps it cheap to compile at start-up and quick to match.
+_CLI_SCALAR = rf"(?:{_SQ}|{_PLAIN})"
+_CLI_FOLD = rf"(?:  [^{_BAD} ][^{_BAD}]*+(?<! )\n)++"
+_CLI_LINE = (rf"{_KEY}: (?:{_CLI_SCALAR}|\[\])\n"
+             rf"|{_KEY}:\n(?:  - {_CLI_SCALAR}\n)++"
+             rf"|{_KEY}: >-\n{_CLI_FOLD}")
 _BULK = re.compile(
-    "\\x00\\ufeff?---\\r?\\n"
-    rf"(?P<fm>id: +(?P<id>{_ITEM}) *\r?\ntitle: +(?P<title>{_ITEM}) *\r?\n"
-    rf"status: +(?P<status>{_ITEM}) *\r?\n"
-    rf"(?:labels: +(?P<lflow>{_FLOW}) *\r?\n"
-    rf"|labels: *\r?\n(?P<lblock>(?:(?:{_BLANK})*+(?P<bli> *)- {_ITEM} *\r?\n"
-    rf"(?:(?:{_BLANK})*+(?P=bli)- {_ITEM} *\r?\n)*+)?+)"
-    rf"|(?!labels:)(?:{_LINES}))*+)"
-    "---(?:\\r?\\n|(?=\\x00)|\\Z)")
+    "\\x00---\\n"
+    rf"(?P<fm>id: (?P<id>{_CLI_SCALAR})\n"
+    rf"title: (?:(?P<title>{_CLI_SCALAR})\n|>-\n(?P<tfold>{_CLI_FOLD}))"
+    rf"status: (?P<status>{_CLI_SCALAR})\n"
+    rf"(?:labels: \[\]\n|labels:\n(?P<lblock>(?:  - {_CLI_SCALAR}\n)++)"
+    rf"|(?!labels:)(?:{_CLI_LINE}))*+)"
+    "---(?:\\n|(?=\\x00)|\\Z)")
 _FM_NAMES = re.compile(rf"\n({_KEY}):")  # after validation: every key, for repeats
 
 
@@ -676,14 +682,12 @@ def read_task(root: Path, path: Path, folder: str) -> Task:
 
 # --------------------------------------------------------------------------- the whole backlog
 
-_PLAIN_ID = re.compile(r"([A-Za-z]+)-([0-9]+)")
-
-
 def id_key(task_id: str) -> tuple[str, tuple[int, ...]] | str:
     """Identity of a task id as the CLI compares them: TASK-1, task-1 and TASK-01 are one task."""
-    m = _PLAIN_ID.fullmatch(task_id)
-    if m is not None:
-        return m.group(1).upper(), (int(m.group(2)),)
+    prefix, dash, number = task_id.partition("-")
+    if (dash and number.isascii() and number.isdigit() and prefix.isascii()
+            and prefix.isalpha()):
+        return prefix.upper(), (int(number),)  # the common case, without the general parse
     text = task_id.strip()
     prefix, dash, number = text.partition("-")
     parts = number.split(".")
@@ -730,7 +734,7 @@ def _parse_many(paths: list[Path], datas: list[bytes], folder: str,
 
 
 _BULK_FM = _BULK.groupindex["fm"]
-_BULK_FIELDS = tuple(_BULK.groupindex[g] for g in ("id", "title", "status", "lflow", "lblock"))
+_BULK_FIELDS = tuple(_BULK.groupindex[g] for g in ("id", "title", "tfold", "status", "lblock"))
 
 
 def _new_task(*values: Any) -> Task:
@@ -760,23 +764,21 @@ def _parse_big(big: str, ascii_only: bool, starts: dict[int, int], pending: list
         keys = names(big, fm_start - 1, fm_end)
         if len(set(keys)) != len(keys):
             continue  # a repeated key: parse_task reports it
-        raw_id, raw_title, raw_status, lflow, lblock = m.group(*_BULK_FIELDS)
+        raw_id, raw_title, tfold, raw_status, lblock = m.group(*_BULK_FIELDS)
         task_id = scalar(raw_id).strip()
         if not task_id or task_id in nulls:
             continue
-        title = scalar(raw_title)
+        if raw_title is not None:
+            title = scalar(raw_title)
+            if title in nulls:
+                title = ""
+        else:
+            title = " ".join([line.strip(" ") for line in tfold.split("\n")[:-1]])
         status = scalar(raw_status)
-        if title in nulls:
-            title = ""
         if status in nulls:
             status = ""
-        labels: tuple[str, ...]
-        if lflow:
-            labels = tuple(_value(lflow)) if len(lflow) > 2 else ()
-        elif lblock:
-            labels = tuple([scalar(x) for x in _FM_ITEM.findall(lblock)])
-        else:
-            labels = ()
+        labels: tuple[str, ...] = (
+            tuple([scalar(line[4:]) for line in lblock.split("\n")[:-1]]) if lblock else ())
         body = m.end()
         end = big.find("\x00", body)
         if end < 0:
