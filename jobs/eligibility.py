@@ -60,7 +60,7 @@ def classify(task: Task, config: BacklogConfig, today: date) -> Classified | Non
     if len(task.verify_labels) > 1:
         return Classified(task, REFUSED,
                           f"{len(task.verify_labels)} verify labels: "
-                          + ", ".join(task.verify_labels))
+                          + ", ".join(repr(lab) for lab in task.verify_labels))
     label = task.verify_labels[0]
     when = label_date(label)
     if when is None:
