@@ -11,6 +11,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
+import re
 import threading
 import uuid
 from collections.abc import Callable
@@ -473,6 +474,17 @@ class _RepoRun:
         self.finish(result, recorded=True)
 
 
+_LINE_BREAKING = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """Text for one line of output: control characters and line separators shown escaped.
+
+    Ids, reasons and paths come from task files; none may start a line of its own.
+    """
+    return _LINE_BREAKING.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def format_line(result: Attempt, *, dry_run: bool = False) -> str:
     repo = os.path.basename(result.repo)
     what = f"{repo} {result.task_id}" if result.task_id else repo
@@ -486,4 +498,4 @@ def format_line(result: Attempt, *, dry_run: bool = False) -> str:
         line += f": {result.reason}"
     if result.commit_sha:
         line += f" [{result.commit_sha[:10]}]"
-    return line
+    return one_line(line)

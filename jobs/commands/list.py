@@ -9,7 +9,7 @@ from typing import Any
 from jobs import backlog, eligibility
 from jobs.commands.common import parse_date, setup
 from jobs.errors import EXIT_OK, EXIT_UNCHECKED
-from jobs.verify import today_in
+from jobs.verify import one_line, today_in
 
 
 def main(args: argparse.Namespace) -> int:
@@ -50,13 +50,13 @@ def main(args: argparse.Namespace) -> int:
                 line += f"  ({row['label_date']})"
             if row["reason"] and row["state"] != eligibility.WAITING:
                 line += f": {row['reason']}"
-            print(line)
+            print(one_line(line))
         for p in problems:
             where = f"{p['path']}:{p['line']}" if p["line"] else p["path"]
             if p["message"].startswith(where):
-                print(f"unreadable {p['message']}")
+                print(one_line(f"unreadable {p['message']}"))
             else:
-                print(f"unreadable {where}: {p['message']}")
+                print(one_line(f"unreadable {where}: {p['message']}"))
         if not rows and not problems:
             print("no task carries a verify: label")
     repo_failed = any(p["line"] is None and p["path"].endswith("config.yml") for p in problems)
