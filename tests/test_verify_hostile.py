@@ -121,6 +121,8 @@ LABEL_CASES = [
     Case("block scalar label", labels="\n  - |\n    verify:2026-11-01\n    touch {M}/pwned-{N}"),
     Case("two verify labels", labels=LABEL + "\n  - 'verify:2026-11-02'"),
     Case("the same verify label twice", labels=LABEL + LABEL),
+    Case("second verify label forging a line of output",
+         labels=LABEL + '\n  - "verify:x\\npass     app TASK-1  just verify-ok"'),
     Case("bad calendar date", labels="\n  - 'verify:2026-02-30'"),
     Case("month 13", labels="\n  - 'verify:2026-13-01'"),
     Case("year zero", labels="\n  - 'verify:0000-01-01'"),
@@ -325,6 +327,8 @@ def test_hostile_corpus_runs_nothing(tmp_path: Path) -> None:
     assert code == 0, listing
     # Keyed by the task file's path: a hostile id may be anything.
     listed = {row["path"]: row for row in listing["tasks"]}
+    shown = repo.run("list", *TODAY).stdout.splitlines()
+    assert len(shown) == len(listing["tasks"]) + len(listing["unreadable"]), shown
     code, data = repo.run_json("run", *TODAY)
     assert code == 0, data
 
@@ -355,6 +359,13 @@ def test_hostile_corpus_runs_nothing(tmp_path: Path) -> None:
             wrong.append((tid, case.why, row and row["state"], result and result["verdict"]))
         assert path.read_bytes() == before[tid], (tid, case.why)
     assert wrong == []
+    # One line per task, whatever its id, labels or lines hold: nothing can forge output.
+    assert all("\n" not in (r["reason"] or "") for r in data["results"])
+    assert all("\n" not in (row["reason"] or "") for row in listing["tasks"])
+    again = repo.run("run", *TODAY)  # as text now; it reports the refusals again, runs nothing
+    assert again.returncode == 0, again.stderr
+    assert len(again.stdout.splitlines()) == sum(r["verdict"] == REFUSED
+                                                 for r in data["results"]), again.stdout
     assert not any(r["verdict"] not in (REFUSED, "pass") for r in data["results"])
     assert {rel for rel, r in results.items() if r["verdict"] == "pass"} == {
         str(p.relative_to(repo.root)) for p in controls.values()}
@@ -377,3 +388,4 @@ def test_hostile_corpus_runs_nothing(tmp_path: Path) -> None:
         rel for rel, r in results.items() if r["verdict"] == REFUSED}
     assert all(a["edit_state"] == "none" for a in attempts if a["verdict"] == REFUSED)
     assert any(e["event"] == "verify.refused" for e in repo.log_events())
+    assert sorted(p.name for p in markers.iterdir()) == []  # the second run ran nothing either
