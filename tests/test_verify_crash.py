@@ -6,8 +6,9 @@ The steps: at start-up; holding the lock while it checks the recipe (a `just` wr
 commit (a real `pre-commit` hook pauses), for a passing and a failing recipe and for a failure that
 moves a task out of completed/; after the commit (a real `post-commit` hook pauses). The killed run
 is started in its own session and its whole process group is killed, hooks included; anything it
-left (a recipe's sleep lives in the recipe's own session) is found by a mark in its environment,
-left running while the re-run works, and killed by the test afterwards.
+left (a recipe's sleep lives in the recipe's own session) is found by a mark in its environment
+and left running for the re-run: the re-run must not be disturbed by it, and it sweeps a killed
+run's recipe itself; the test kills anything else (the paused `just --dump` wrapper).
 
 A `git commit` killed inside its pre-commit hook leaves `.git/index.lock`; only the owner can tell
 a stale lock from a live git, so the first re-run skips the repository (one line saying why) and
@@ -219,7 +220,11 @@ def test_kill_9_then_rerun(tmp_path: Path, sc: Scenario) -> None:
             stale.unlink()
         rerun = repo.run("run", *TODAY)
 
-    kill_marked(mark)  # the re-run was not disturbed by what the killed run left
+    if sc.pause == "recipe":
+        # The re-run, not the test, ended what the killed run's recipe left running.
+        assert marked_pids(mark) == []
+        assert any(e["event"] == "run.swept_abandoned" for e in repo.log_events())
+    kill_marked(mark)  # whatever else it left (a `just --dump` of the wrapper) is the test's
     recovered = sc.paused_task if sc.pause in ("pre-commit", "post-commit") else None
     check_final(repo, tasks, rerun, bad=sc.bad, counter=counter, remote_before=remote_before,
                 recovered=recovered, ran_twice=sc.paused_task if sc.pause == "recipe" else None)
