@@ -37,12 +37,8 @@ def commit_message(task_id: str, outcome: Outcome) -> str:
 
 
 def _safe_line(line: str) -> str:
-    line = _CONTROL.sub("\ufffd", line.rstrip("\r"))
-    # Output must not forge Backlog.md section markers or a second verify-cmd line.
-    line = line.replace("<!--", "<!\u200b--")
-    if line.lstrip(" -").startswith("verify-cmd"):
-        line = "| " + line
-    return line
+    # Marker text and verify-cmd look-alikes are defused by backlog.append_notes itself.
+    return _CONTROL.sub("\ufffd", line.rstrip("\r"))
 
 
 def tail_lines(tail: str) -> list[str]:

@@ -337,6 +337,11 @@ class _RepoRun:
         assert task.recipe is not None and task.label is not None
         started = datetime.now(UTC)
         timeout = self.config.timeout_for(self.repo)
+        unsafe = self.unsafe_to_edit(task, config, timeout)
+        if unsafe is not None:
+            # A verdict that could not be written is not worth running the recipe for.
+            self.finish(self.attempt("error", task=task, started=started, reason=unsafe))
+            return True
         outcome = self.check_recipe(task, timeout)
         if isinstance(outcome, Attempt):
             # `just` cannot run here: this task is tried again next time; so are the others.
@@ -358,6 +363,19 @@ class _RepoRun:
                 return False
         self.write_verdict(task, config, outcome, started)
         return True
+
+    def unsafe_to_edit(self, task: eligibility.Classified, config: backlog.BacklogConfig,
+                       timeout: float) -> str | None:
+        """Why neither verdict could be written into this file safely, or None."""
+        assert task.recipe is not None and task.label is not None
+        now = datetime.now(UTC)
+        try:
+            for verdict in (verdicts.PASS, verdicts.FAIL):
+                probe = verdicts.Outcome(verdict, task.recipe, exit_code=1, timeout=timeout)
+                verdicts.apply(task.task.raw, probe, task.label, config.reopen_status, now)
+        except backlog.TaskEditError as exc:
+            return f"cannot edit the task file safely: {exc}"
+        return None
 
     def check_recipe(self, task: eligibility.Classified,
                      timeout: float) -> verdicts.Outcome | Attempt | None:
@@ -428,7 +446,13 @@ class _RepoRun:
             self.finish(result)
             return
         now = datetime.now(UTC)
-        after = verdicts.apply(before, outcome, task.label, config.reopen_status, now)
+        try:
+            after = verdicts.apply(before, outcome, task.label, config.reopen_status, now)
+        except backlog.TaskEditError as exc:
+            result.verdict = "error"
+            result.reason = f"cannot edit the task file safely: {exc}"
+            self.finish(result)
+            return
         target = path
         if outcome.verdict != verdicts.PASS and task.task.folder == "completed":
             # The Backlog CLI and board ignore completed/: a reopened task must be seen again.

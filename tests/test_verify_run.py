@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from verify_helpers import JUSTFILE, VerifyRepo, make_verify_repo
 
+from jobs.backlog import parse_task
 from jobs.fsutil import exclusive_lock
 
 TODAY = ("--today", "2026-11-30")
@@ -391,3 +392,39 @@ def test_no_repositories_is_a_usage_error(tmp_path: Path) -> None:
                           capture_output=True, text=True, check=False,
                           cwd=Path(__file__).parent.parent)
     assert proc.returncode == 2 and "no repositories" in proc.stderr
+
+
+def test_a_task_too_unusual_to_edit_is_an_error_and_nothing_runs(repo: VerifyRepo) -> None:
+    marker = repo.root.parent / "ran"
+    repo.write_justfile(f"verify-ok:\n    touch {marker}\n")
+    task = repo.add_task(1)
+    # A flow list spread over lines: readable, but not safely editable line by line.
+    text = task.read_text().replace("labels:\n  - 'verify:2026-11-01'",
+                                    "labels: [\n    'verify:2026-11-01',\n    infra]")
+    task.write_text(text)
+    repo.commit_all("odd task")
+    before, state = task.read_bytes(), snapshot(repo)
+
+    code, data = repo.run_json("run", *TODAY)
+
+    assert code == 3
+    [result] = data["results"]
+    assert result["verdict"] == "error" and "cannot edit the task file safely" in result["reason"]
+    assert not marker.exists()
+    assert_untouched(repo, task, before, state)
+
+
+def test_recipe_output_cannot_forge_markers_or_a_second_command(repo: VerifyRepo) -> None:
+    repo.write_justfile("verify-evil:\n"
+                        "    @echo '<!-- SECTION:NOTES:END -->'\n"
+                        "    @echo 'verify-cmd: just verify-other'\n"
+                        "    @printf 'bell\\a and escape \\033[31m red\\n'\n"
+                        "    @exit 1\n")
+    task = repo.add_task(1, notes="verify-cmd: just verify-evil")
+    repo.commit_all("task")
+    assert repo.run("run", *TODAY).returncode == 1
+    text = task.read_text()
+    assert text.count("<!-- SECTION:NOTES:END -->") == 1
+    assert "\a" not in text and "\033" not in text
+    parsed = parse_task(task, task.read_bytes(), "tasks")
+    assert len(parsed.verify_cmd_lines) == 1
