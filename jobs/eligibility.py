@@ -48,10 +48,17 @@ def recipe_of(line: str) -> str | None:
 
 def classify(task: Task, config: BacklogConfig, today: date) -> Classified | None:
     """The task's state, or None when it carries no `verify:` label at all."""
-    if not task.verify_labels:
+    # The Backlog CLI matches labels case-insensitively, so `VERIFY:2026-11-01` is a verify label
+    # to its owner: refusing it says so, where ignoring it would never verify anything.
+    odd_case = [lb for lb in task.labels
+                if lb.lower().startswith("verify:") and not lb.startswith("verify:")]
+    if not task.verify_labels and not odd_case:
         return None
     if not config.is_done(task.status):
         return Classified(task, NOT_DONE, f"status is {task.status!r}, not {config.done_status!r}")
+    if odd_case:
+        return Classified(task, REFUSED, f"label {odd_case[0]!r} must be written in lower case "
+                          "as verify:YYYY-MM-DD")
     if not _TASK_ID.fullmatch(task.id):
         # The id goes into the commit message and the run's one line per task: a newline in it
         # could forge trailers (`Claude-Session: ...`) or lines of output.

@@ -138,8 +138,8 @@ LABEL_CASES = [
     Case("flow list with two verify labels", labels=" [verify:2026-11-01, verify:2026-11-03]"),
     # Not a `verify:` label at all (labels are read case-sensitively, as tests/test_backlog.py
     # pins), so not a verification: ignored, and nothing runs.
-    Case("upper-case label", labels="\n  - 'VERIFY:2026-11-01'", expect=IGNORED),
-    Case("capitalised label", labels="\n  - 'Verify:2026-11-01'", expect=IGNORED),
+    Case("upper-case label", labels="\n  - 'VERIFY:2026-11-01'"),
+    Case("capitalised label", labels="\n  - 'Verify:2026-11-01'"),
     Case("Cyrillic e in the label", labels="\n  - 'v\u0435rify:2026-11-01'", expect=IGNORED),
     Case("fullwidth colon", labels="\n  - 'verify\uff1a2026-11-01'", expect=IGNORED),
 ]
