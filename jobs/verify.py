@@ -49,8 +49,8 @@ class RunSummary:
         verdicts_seen = {r.verdict for r in self.results}
         if verdicts_seen & FAILING:
             return EXIT_FAILED
-        if verdicts_seen & UNCHECKED or any(r.reason and "commit failed" in r.reason
-                                            for r in self.results):
+        # A verdict whose commit was refused never reached the task: that too is unchecked.
+        if verdicts_seen & UNCHECKED or any(r.edit_state == "restored" for r in self.results):
             return EXIT_UNCHECKED
         return EXIT_OK
 
@@ -90,7 +90,11 @@ def run_once(config: Config, *, today: date | None = None, stop: threading.Event
             if stop is not None and stop.is_set():
                 break
             worker = _RepoRun(config, repo, summary, ledger, stop, printer, ticker, just)
-            worker.run()
+            try:
+                worker.run()
+            except (OSError, git.GitError) as exc:
+                # One repository the filesystem or git cannot serve must not stop the others.
+                worker.finish(worker.attempt("skipped", reason=f"cannot work on it: {exc}"))
     finally:
         if ledger is not None:
             ledger.close()

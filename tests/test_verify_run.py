@@ -6,6 +6,7 @@ remote (never changed) and the ledger.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -428,3 +429,20 @@ def test_recipe_output_cannot_forge_markers_or_a_second_command(repo: VerifyRepo
     assert "\a" not in text and "\033" not in text
     parsed = parse_task(task, task.read_bytes(), "tasks")
     assert len(parsed.verify_cmd_lines) == 1
+
+
+def test_a_repository_git_cannot_read_is_skipped_and_the_others_go_on(tmp_path: Path) -> None:
+    broken = make_verify_repo(tmp_path / "broken")
+    broken.add_task(1)
+    broken.commit_all("task")
+    (broken.root / ".git" / "index").write_bytes(b"garbage")
+    fine = make_verify_repo(tmp_path / "fine")
+    fine.add_task(1)
+    fine.commit_all("task")
+
+    proc = fine.run("run", *TODAY, "--json", "--repo", str(broken.root), "--repo", str(fine.root))
+
+    assert proc.returncode == 3, proc.stderr
+    assert "Traceback" not in proc.stderr
+    verdicts = [(r["repo"], r["verdict"]) for r in json.loads(proc.stdout)["results"]]
+    assert verdicts == [(str(broken.root), "skipped"), (str(fine.root), "pass")]
