@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
@@ -71,8 +72,9 @@ def parse_duration(text: object) -> float:
         value = float(m.group(1)) * _UNITS[m.group(2)]
     else:
         raise ValueError("not a duration")
-    if value <= 0:
-        raise ValueError("a duration must be positive")
+    # YAML reads `.inf` and `.nan` as floats: neither is a limit a recipe can be held to.
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError("a duration must be positive and finite")
     return value
 
 
@@ -106,10 +108,11 @@ def default_log_file(env: Mapping[str, str], state_dir: Path) -> Path:
 
 def find_config_path(explicit: str | Path | None, env: Mapping[str, str]) -> tuple[Path, bool]:
     """The config file to read and whether the user named it (then it must exist)."""
+    # Absolute, so paths relative to the file stay right in task notes and from any other cwd.
     if explicit:
-        return Path(explicit).expanduser(), True
+        return Path(explicit).expanduser().absolute(), True
     if env.get("LOOP_JOBS_CONFIG"):
-        return Path(env["LOOP_JOBS_CONFIG"]).expanduser(), True
+        return Path(env["LOOP_JOBS_CONFIG"]).expanduser().absolute(), True
     base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "loop-jobs" / "config.yaml", False
 
