@@ -6,7 +6,7 @@ import argparse
 from datetime import date
 
 from jobs.config import Config, load_config, with_repos
-from jobs.errors import UsageError
+from jobs.errors import EXIT_UNCHECKED, LoopError, UsageError
 from jobs.logs import configure_logging
 
 
@@ -21,5 +21,15 @@ def setup(args: argparse.Namespace, *, repos: bool = True) -> Config:
     config = load_config(getattr(args, "config", None))
     if repos and getattr(args, "repo", None):
         config = with_repos(config, args.repo)
-    configure_logging(config.log_file, console=False)
+    start_logging(config, console=False)
     return config
+
+
+def start_logging(config: Config, *, console: bool | None = None) -> None:
+    """Open the JSON log; one that cannot be written stops the verb with one line, no traceback."""
+    try:
+        configure_logging(config.log_file, console=console)
+    except OSError as exc:
+        # The same cause (an unwritable state_dir) makes the ledger exit 3: nothing was checked.
+        raise LoopError(f"cannot write the log file {config.log_file}: {exc.strerror or exc}",
+                        EXIT_UNCHECKED) from None

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from jobs.commands.common import start_logging
 from jobs.config import load_config
-from jobs.logs import configure_logging
 from jobs.scheduler import serve
 
 
@@ -13,5 +13,5 @@ def main(args: argparse.Namespace) -> int:
     """Exit 0 after a clean stop (SIGTERM/SIGINT), 2 on a bad configuration, 3 when another
     `serve` already holds the state directory."""
     config = load_config(args.config)
-    configure_logging(config.log_file)
+    start_logging(config)
     return serve(config)
