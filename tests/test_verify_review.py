@@ -1,0 +1,89 @@
+"""Regression checks from a review of loop-verify against the SPEC's letter."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from verify_helpers import ROOT, make_verify_repo
+
+from jobs.config import load_config, parse_duration
+from jobs.errors import ConfigError
+
+
+@pytest.fixture(autouse=True)
+def _git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
+    for who in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{who}_NAME", "Review Test")
+        monkeypatch.setenv(f"GIT_{who}_EMAIL", "review@example.invalid")
+
+
+def loop_verify(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.run([sys.executable, "-m", "jobs.main", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan, "inf", "nan"])
+def test_non_finite_durations_are_refused(value: object) -> None:
+    with pytest.raises(ValueError):
+        parse_duration(value)
+
+
+@pytest.mark.parametrize("text", [".inf", ".nan", "1.0e+400"])
+def test_config_refuses_yaml_infinity_and_nan(tmp_path: Path, text: str) -> None:
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(f"timeout: {text}\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(cfg)
+    assert "timeout" in str(info.value)
+
+
+def test_relative_config_path_gives_absolute_paths(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "config.yaml").write_text("state_dir: state\nlog_file: logs/x.jsonl\n")
+    monkeypatch.chdir(tmp_path)
+    config = load_config("conf/config.yaml")
+    assert config.state_dir == tmp_path / "conf" / "state"
+    assert config.log_file == tmp_path / "conf" / "logs" / "x.jsonl"
+    assert config.ledger == f"sqlite:///{tmp_path / 'conf' / 'state' / 'ledger.db'}"
+
+
+def test_failure_summary_names_an_absolute_output_path_with_a_relative_config(
+        tmp_path: Path) -> None:
+    repo = make_verify_repo(tmp_path, extra_config={"state_dir": "state", "repos": [
+        {"path": "app"}]})
+    repo.add_task(1, notes="verify-cmd: just verify-bad")
+    repo.commit_all()
+    proc = loop_verify(tmp_path, "run", "--config", "config.yaml", "--today", "2026-11-30")
+    assert proc.returncode == 1, proc.stderr
+    task = next((repo.root / "backlog" / "tasks").glob("task-1 *.md")).read_text()
+    line = next(ln for ln in task.splitlines() if ln.startswith("full output: "))
+    shown = Path(line.removeprefix("full output: "))
+    assert shown.is_absolute() and shown.is_file()
+    assert shown.is_relative_to(tmp_path / "state")
+    # Another cwd reads the same ledger through the same relative configuration file.
+    other = loop_verify(repo.root, "history", "--config", "../config.yaml")
+    assert other.returncode == 0 and "fail" in other.stdout
+
+
+def test_unwritable_log_file_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the log folder should be\n")
+    data = yaml.safe_load(repo.config_path.read_text())
+    data["log_file"] = str(blocker / "loop-jobs.jsonl")
+    repo.config_path.write_text(yaml.safe_dump(data))
+    for verb in ("run", "list", "history"):
+        proc = repo.run(verb)
+        assert proc.returncode == 3, (verb, proc.stderr)
+        assert "Traceback" not in proc.stderr
+        assert proc.stderr.startswith("loop-verify: cannot write the log file ")
+        assert len(proc.stderr.strip().splitlines()) == 1
+    assert repo.subjects() == ["setup"]
