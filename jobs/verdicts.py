@@ -55,14 +55,18 @@ def failure_summary(outcome: Outcome, at: datetime) -> str:
     stamp = at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     command = f"`just {outcome.recipe}`"
     limit = format_duration(outcome.timeout)
+    detail: list[str] = []
     if outcome.not_run is not None:
-        head = f"verify-failed {stamp}: {command} not run: {outcome.not_run}"
+        # `just`'s own diagnostics span lines: only the first belongs on the summary's first line.
+        first, *detail = outcome.not_run.splitlines() or [""]
+        head = f"verify-failed {stamp}: {command} not run: {_safe_line(first)}"
     elif outcome.verdict == TIMEOUT:
         head = f"verify-failed {stamp}: {command} timed out after {limit}"
     else:
         head = (f"verify-failed {stamp}: {command} exited {outcome.exit_code} "
                 f"after {outcome.duration:.1f}s (timeout {limit})")
     parts = [head]
+    parts.extend(f"    {_safe_line(line)}" for line in detail[:TAIL_LINES] if line.strip())
     if outcome.not_run is None:
         lines = tail_lines(outcome.tail)
         parts.append("last lines of output:")

@@ -87,3 +87,20 @@ def test_unwritable_log_file_is_one_line_not_a_traceback(tmp_path: Path) -> None
         assert proc.stderr.startswith("loop-verify: cannot write the log file ")
         assert len(proc.stderr.strip().splitlines()) == 1
     assert repo.subjects() == ["setup"]
+
+
+def test_a_justfile_error_keeps_the_summary_shape(tmp_path: Path) -> None:
+    repo = make_verify_repo(tmp_path, justfile="verify-ok:\n  echo ok\n\tbroken(((\n")
+    repo.add_task(1)
+    repo.commit_all()
+    proc = repo.run("run", "--today", "2026-11-30")
+    assert proc.returncode == 1, proc.stderr
+    assert repo.subjects()[0] == "loop-verify: TASK-1 failed (just verify-ok)"
+    text = next((repo.root / "backlog" / "tasks").glob("task-1 *.md")).read_text()
+    notes = text.split("<!-- SECTION:NOTES:BEGIN -->")[1].split("<!-- SECTION:NOTES:END -->")[0]
+    lines = notes.strip("\n").splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("verify-failed "))
+    assert "`just verify-ok` not run: the justfile cannot be read: error:" in lines[start]
+    # Everything after the first line of the summary is indented, as the output tail is.
+    assert len(lines) > start + 1
+    assert all(ln.startswith("    ") for ln in lines[start + 1:])
