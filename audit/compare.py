@@ -324,11 +324,28 @@ class RepoJudge:
                 self._add(name, "", "remote-unavailable", None, None, UNVERIFIED, "; ".join(down))
                 continue
             tag_work.extend((name, a, c) for c in self._judge_remote(name, b, a))
+        self._judge_unaudited_remotes(b_remotes, a_remotes)
         releases_ok = self._judge_releases()
         for name, a_part, change in tag_work:
             self._judge_remote_tag(name, a_part, change, releases_ok)
         self._judge_local_tags(releases_ok)
         return self.findings
+
+    def _judge_unaudited_remotes(self, b_remotes: Mapping[str, Any],
+                                 a_remotes: Mapping[str, Any]) -> None:
+        """A logged push to a remote neither snapshot holds (`git push <url>`, a remote the
+        run added): nothing can say what it changed, so it cannot pass as "no change"."""
+        parts = [(name, part) for remotes in (b_remotes, a_remotes)
+                 for name, part in remotes.items()]
+        by_remote: dict[str, list[PushEntry]] = {}
+        for e in self.entries:
+            if not any(entry_covers_remote(e, name, part) for name, part in parts):
+                by_remote.setdefault(e.remote, []).append(e)
+        for remote, es in sorted(by_remote.items()):
+            self._add(remote, "", "remote-unaudited", None, None, UNVERIFIED,
+                      f"the push log names remote {remote} (line{'s' if len(es) > 1 else ''} "
+                      f"{_lines(es)}) but no snapshot holds it: what the push changed there "
+                      "was never looked at")
 
     # -- findings -------------------------------------------------------------------------
 
