@@ -14,6 +14,7 @@ from verify_helpers import ROOT, make_verify_repo
 
 from jobs.config import load_config, parse_duration
 from jobs.errors import ConfigError
+from jobs.main import main as verify_main
 
 
 @pytest.fixture(autouse=True)
@@ -104,3 +105,15 @@ def test_a_justfile_error_keeps_the_summary_shape(tmp_path: Path) -> None:
     # Everything after the first line of the summary is indented, as the output tail is.
     assert len(lines) > start + 1
     assert all(ln.startswith("    ") for ln in lines[start + 1:])
+
+
+def test_dates_on_the_command_line_are_yyyy_mm_dd_only(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    config = str(repo.config_path)
+    for text in ("20261130", "2026-W48-1", "2026-334", "2026-02-30"):
+        for args in (("run", "--today", text), ("list", "--today", text),
+                     ("history", "--since", text)):
+            assert verify_main([*args, "--config", config]) == 2, args
+            assert "expected a date YYYY-MM-DD" in capsys.readouterr().err
+    assert repo.subjects() == ["setup"]

@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import re
 from datetime import date
 
 from jobs.config import Config, load_config, with_repos
 from jobs.errors import EXIT_UNCHECKED, LoopError, UsageError
 from jobs.logs import configure_logging
 
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
+
 
 def parse_date(text: str, option: str) -> date:
+    # date.fromisoformat also takes 20261130 and 2026-W48-1; the SPEC's form is YYYY-MM-DD only.
     try:
+        if not _DATE.fullmatch(text):
+            raise ValueError(text)
         return date.fromisoformat(text)
     except ValueError:
         raise UsageError(f"{option}: expected a date YYYY-MM-DD (got {text!r})") from None
