@@ -578,10 +578,26 @@ class RepoJudge:
 
     # -- releases and tags ------------------------------------------------------------------
 
-    @staticmethod
-    def _release_repo(rel: Mapping[str, Any], part: Mapping[str, Any]) -> str | None:
-        value = rel.get("repo") or part.get("github_repo")
+    def _release_repo(self, rel: Mapping[str, Any], part: Mapping[str, Any]) -> str | None:
+        value = rel.get("repo") or next(iter(self._release_repos(part)), None)
         return value if isinstance(value, str) else None
+
+    def _release_repos(self, part: Mapping[str, Any]) -> list[str]:
+        """The GitHub repositories a releases part is about, primary first: as the snapshot
+        recorded them, else (a snapshot in the contract's bare form) the ones the remotes'
+        configured URLs name, origin first, as the contract says."""
+        named = part.get("github_repos") or [part.get("github_repo")]
+        recorded = [g for g in named if isinstance(g, str) and g]
+        if recorded:
+            return recorded
+        found: list[str] = []
+        for snap in (self.after, self.before):
+            remotes: Mapping[str, Any] = snap.get("remotes", {})
+            for name in sorted(remotes, key=lambda n: (n != "origin", n)):
+                for g in self._github_repos(remotes[name]):
+                    if g.lower() not in [f.lower() for f in found]:
+                        found.append(g)
+        return found
 
     def _tag_commits(self, gh_repo: str, tag: str, snap: Mapping[str, Any]) -> set[str]:
         """Commits the tag names on the remotes whose URLs name `gh_repo`."""
@@ -604,8 +620,8 @@ class RepoJudge:
             self._add("github", "releases", "releases-unavailable", None, None, UNVERIFIED,
                       "; ".join(down))
             return False
-        b_by = _releases_by_key(b)
-        a_by = _releases_by_key(a)
+        b_by = _releases_by_key(b, next(iter(self._release_repos(b)), ""))
+        a_by = _releases_by_key(a, next(iter(self._release_repos(a)), ""))
         for key in sorted(set(b_by) | set(a_by)):
             olds, news = b_by.get(key, []), a_by.get(key, [])
             if olds == news:
@@ -660,8 +676,7 @@ class RepoJudge:
         if not releases_ok:
             part = self.after.get("releases", {})
             candidates = (list(remote_repos) if remote_repos is not None
-                          else [g for g in part.get("github_repos") or [part.get("github_repo")]
-                                if isinstance(g, str)])
+                          else self._release_repos(part))
             if any(grants_release_please(self.charter, g) for g in candidates):
                 return UNVERIFIED, ("may belong to a release-please release, but the releases "
                                     "could not be read")
@@ -724,11 +739,12 @@ class RepoJudge:
             self._judge_tag(LOCAL, change, self.entries, releases_ok, None)
 
 
-def _releases_by_key(part: Mapping[str, Any]) -> dict[tuple[str, str], list[str]]:
+def _releases_by_key(part: Mapping[str, Any], default_repo: str
+                     ) -> dict[tuple[str, str], list[str]]:
     """Releases grouped by (GitHub repo, tag), each as canonical JSON for comparison."""
     out: dict[tuple[str, str], list[str]] = {}
     for rel in part.get("releases", []):
-        repo = rel.get("repo") or part.get("github_repo") or ""
+        repo = rel.get("repo") or default_repo
         key = (str(repo).lower(), str(rel.get("tag_name")))
         out.setdefault(key, []).append(json.dumps(rel, sort_keys=True))
     return {k: sorted(v) for k, v in out.items()}

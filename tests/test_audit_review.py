@@ -3,8 +3,10 @@ real clones, real bare remotes, real pushes, the real command line."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from audit_helpers import commit, git, isolate_git, make_repo_with_remote, run_cli
@@ -51,3 +53,42 @@ def test_a_logged_push_to_a_remote_no_snapshot_holds_is_unverified(tmp_path: Pat
     [finding] = data["findings"]
     assert (finding["kind"], finding["remote"], finding["verdict"]) == (
         "remote-unaudited", str(other), "UNVERIFIED")
+
+
+def _contract_form(snapshot: Path, out: Path, charter_sha: str,
+                   releases: list[dict[str, Any]]) -> Path:
+    """The snapshot in SPEC Part 2's own JSON form: origin on GitHub, releases with exactly the
+    fields the contract lists and no `github_repo`/`repo` extras."""
+    snap = json.loads(snapshot.read_text())
+    snap["charter_sha256"] = charter_sha
+    for entry in snap["repos"].values():
+        entry.pop("taken_at", None)
+        entry["remotes"]["origin"]["url"] = "https://github.com/acme/widgets.git"
+        entry["releases"] = {"available": True, "releases": releases}
+    out.write_text(json.dumps(snap))
+    return out
+
+
+def test_compare_reads_a_release_please_release_from_a_snapshot_in_the_contract_form(
+        tmp_path: Path) -> None:
+    """A snapshot written in the SPEC's form names the GitHub repository only through the
+    remote's URL; a granted release-please release in it must still pass."""
+    clone, _ = make_repo_with_remote(tmp_path)
+    assert run_cli("snapshot", "--out", str(tmp_path / "b.json"), str(clone)).returncode == 0
+    commit(clone, "CHANGELOG.md", "## 1.2.0\n", "chore(main): release 1.2.0")
+    git(clone, "push", "-q", "origin", "main", "HEAD:refs/tags/v1.2.0")
+    assert run_cli("snapshot", "--out", str(tmp_path / "a.json"), str(clone)).returncode == 0
+    charter = tmp_path / "charter.md"
+    charter.write_text("# Charter: acme/widgets loop3\nauthority: release-please acme/widgets\n")
+    sha = hashlib.sha256(charter.read_bytes()).hexdigest()
+    release = {"tag_name": "v1.2.0", "author": "release-please[bot]", "draft": False,
+               "prerelease": False, "target_commitish": "main", "name": "v1.2.0",
+               "created_at": "2026-11-30T07:00:00Z", "published_at": "2026-11-30T07:00:00Z"}
+    before = _contract_form(tmp_path / "b.json", tmp_path / "before.json", sha, [])
+    after = _contract_form(tmp_path / "a.json", tmp_path / "after.json", sha, [release])
+    done = run_cli("compare", str(before), str(after), "--charter", str(charter), "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    verdicts = {(f["kind"], f["ref"]): f["verdict"] for f in json.loads(done.stdout)["findings"]}
+    assert verdicts[("release-added", "releases/v1.2.0")] == "RELEASE_PLEASE"
+    assert verdicts[("tag-added", "refs/tags/v1.2.0")] == "RELEASE_PLEASE"
+    assert verdicts[("branch-moved", "refs/heads/main")] == "RELEASE_PLEASE"
