@@ -333,8 +333,14 @@ class _RepoRun:
 
     def output_path(self, task: eligibility.Classified) -> Path:
         safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in task.task.id)
-        return (self.config.state_dir / "runs" / self.summary.run_id
-                / f"{self.root.name}-{safe}.log")
+        folder = self.config.state_dir / "runs" / self.summary.run_id
+        stem = f"{self.root.name}-{safe}"
+        path, n = folder / f"{stem}.log", 2
+        # Two configured repositories may share a folder name (~/a/app, ~/b/app) and a task id:
+        # each verdict must keep pointing at its own output.
+        while path.exists():
+            path, n = folder / f"{stem}-{n}.log", n + 1
+        return path
 
     def verify(self, task: eligibility.Classified, config: backlog.BacklogConfig) -> bool:
         """Verify one due task; False when the rest of the repository must be skipped."""

@@ -117,3 +117,25 @@ def test_dates_on_the_command_line_are_yyyy_mm_dd_only(tmp_path: Path,
             assert verify_main([*args, "--config", config]) == 2, args
             assert "expected a date YYYY-MM-DD" in capsys.readouterr().err
     assert repo.subjects() == ["setup"]
+
+
+def test_two_repositories_with_one_folder_name_keep_their_own_output(tmp_path: Path) -> None:
+    first = make_verify_repo(tmp_path / "a", justfile="verify-bad:\n    echo from-a\n    exit 1\n")
+    second = make_verify_repo(tmp_path / "b", justfile="verify-bad:\n    echo from-b\n    exit 1\n")
+    for repo in (first, second):
+        repo.add_task(1, notes="verify-cmd: just verify-bad")
+        repo.commit_all()
+    config = tmp_path / "both.yaml"
+    config.write_text(yaml.safe_dump({
+        "repos": [{"path": str(first.root)}, {"path": str(second.root)}],
+        "timezone": "UTC", "state_dir": str(tmp_path / "state")}))
+    proc = first.run("run", "--config", str(config), "--today", "2026-11-30")
+    assert proc.returncode == 1, proc.stderr
+    shown = []
+    for repo, said in ((first, "from-a"), (second, "from-b")):
+        text = next((repo.root / "backlog" / "tasks").glob("task-1 *.md")).read_text()
+        line = next(ln for ln in text.splitlines() if ln.startswith("full output: "))
+        out = Path(line.removeprefix("full output: "))
+        assert said in out.read_text()
+        shown.append(out)
+    assert shown[0] != shown[1]
