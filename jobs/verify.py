@@ -338,7 +338,7 @@ class _RepoRun:
         path, n = folder / f"{stem}.log", 2
         # Two configured repositories may share a folder name (~/a/app, ~/b/app) and a task id:
         # each verdict must keep pointing at its own output.
-        while path.exists():
+        while os.path.exists(path):  # never raises: an unwritable state_dir is the runner's error
             path, n = folder / f"{stem}-{n}.log", n + 1
         return path
 
