@@ -92,3 +92,25 @@ def test_compare_reads_a_release_please_release_from_a_snapshot_in_the_contract_
     assert verdicts[("release-added", "releases/v1.2.0")] == "RELEASE_PLEASE"
     assert verdicts[("tag-added", "refs/tags/v1.2.0")] == "RELEASE_PLEASE"
     assert verdicts[("branch-moved", "refs/heads/main")] == "RELEASE_PLEASE"
+
+
+def test_a_refused_closeout_or_a_new_begin_leaves_no_earlier_report_behind(
+        tmp_path: Path) -> None:
+    """`report` re-prints the last report; after a closeout that failed closed (exit 2), or
+    once a new run is armed, an earlier pass must not be re-printed as this run's verdict."""
+    clone, _ = make_repo_with_remote(tmp_path)
+    run_dir = tmp_path / "run"
+    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
+    assert run_cli("closeout", "--run-dir", str(run_dir)).returncode == 0
+    assert run_cli("report", "--run-dir", str(run_dir)).returncode == 0
+    git(clone, "push", "-q", "origin", "HEAD:refs/heads/unlogged")
+    (run_dir / "push-log.jsonl").write_text("not json\n")
+    refused = run_cli("closeout", "--run-dir", str(run_dir))
+    assert refused.returncode == 2 and "push-log.jsonl:1:" in refused.stderr
+    assert run_cli("report", "--run-dir", str(run_dir)).returncode == 2
+
+    (run_dir / "push-log.jsonl").unlink()
+    assert run_cli("closeout", "--run-dir", str(run_dir)).returncode == 1
+    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
+    assert not (run_dir / "audit-after.json").exists()
+    assert run_cli("report", "--run-dir", str(run_dir)).returncode == 2

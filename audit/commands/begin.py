@@ -8,7 +8,16 @@ from pathlib import Path
 from typing import Any
 
 from audit.charter import load_charter
-from audit.rundir import BEFORE, PUSH_LOG, resolve_run_dir, run_lock, write_json
+from audit.rundir import (
+    AFTER,
+    BEFORE,
+    PUSH_LOG,
+    REPORT_JSON,
+    REPORT_TXT,
+    resolve_run_dir,
+    run_lock,
+    write_json,
+)
 from audit.snapshot import (
     load_snapshot,
     require_repository,
@@ -35,6 +44,9 @@ def begin(run_dir: Path, repo: Path, charter_path: Path | None) -> int:
         return EXIT_FAILED
     with run_lock(run_dir):
         write_json(run_dir / BEFORE, snap)
+        # A fresh run: an earlier run's after-snapshot and reports say nothing about this one.
+        for name in (AFTER, REPORT_JSON, REPORT_TXT):
+            (run_dir / name).unlink(missing_ok=True)
         stale = run_dir / PUSH_LOG
         has_log = stale.exists() and stale.stat().st_size > 0
     print(f"loop-pi-audit: armed {run_dir / BEFORE}"

@@ -54,6 +54,10 @@ def closeout(args: argparse.Namespace) -> int:
     if not before_path.exists():
         raise UsageError(f"no {BEFORE} in {run_dir}: run `loop-pi-audit begin` first")
     with run_lock(run_dir):
+        # A closeout that stops here (changed charter, malformed log) must not leave an earlier
+        # report for `report` to pass off as the last word on this run.
+        for stale in (REPORT_JSON, REPORT_TXT):
+            (run_dir / stale).unlink(missing_ok=True)
         before = load_snapshot(before_path)
         charter = resolve_charter(args.charter, before, before_path)
         entries = load_push_log(args.push_log, run_dir / PUSH_LOG)
