@@ -378,6 +378,10 @@ class _RepoRun:
                        timeout: float) -> str | None:
         """Why neither verdict could be written into this file safely, or None."""
         assert task.recipe is not None and task.label is not None
+        if task.task.path.is_symlink():
+            # Replacing it atomically would commit a regular file in the link's place and leave
+            # the file it points to unchanged.
+            return "cannot edit the task file safely: it is a symbolic link"
         now = datetime.now(UTC)
         try:
             for verdict in (verdicts.PASS, verdicts.FAIL):

@@ -139,3 +139,19 @@ def test_two_repositories_with_one_folder_name_keep_their_own_output(tmp_path: P
         assert said in out.read_text()
         shown.append(out)
     assert shown[0] != shown[1]
+
+
+def test_a_symlinked_task_file_is_an_error_not_replaced(tmp_path: Path) -> None:
+    repo = make_verify_repo(tmp_path)
+    real = repo.add_task(1, folder="docs")
+    link = repo.root / "backlog" / "tasks" / real.name
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(Path("..") / "docs" / real.name)
+    repo.commit_all()
+    before, head = real.read_bytes(), repo.head()
+    proc = repo.run("run", "--today", "2026-11-30")
+    assert proc.returncode == 3, (proc.stdout, proc.stderr)
+    assert proc.stdout.startswith("error    app TASK-1")
+    assert "symbolic link" in proc.stdout
+    assert link.is_symlink() and real.read_bytes() == before
+    assert repo.head() == head and repo.status() == ""
