@@ -106,13 +106,23 @@ def default_log_file(env: Mapping[str, str], state_dir: Path) -> Path:
     return state_dir / "loop-jobs.jsonl"
 
 
+def expand_user(raw: str | Path, where: Path | str, key: str) -> Path:
+    """`~` and `~user` expanded; an unknown user is a ConfigError, not a RuntimeError."""
+    try:
+        return Path(raw).expanduser()
+    except RuntimeError:
+        raise ConfigError(where, key, str(raw), "cannot expand '~': no such user or no home "
+                          "directory") from None
+
+
 def find_config_path(explicit: str | Path | None, env: Mapping[str, str]) -> tuple[Path, bool]:
     """The config file to read and whether the user named it (then it must exist)."""
     # Absolute, so paths relative to the file stay right in task notes and from any other cwd.
     if explicit:
-        return Path(explicit).expanduser().absolute(), True
+        return expand_user(explicit, "--config", "--config").absolute(), True
     if env.get("LOOP_JOBS_CONFIG"):
-        return Path(env["LOOP_JOBS_CONFIG"]).expanduser().absolute(), True
+        return expand_user(env["LOOP_JOBS_CONFIG"], "$LOOP_JOBS_CONFIG",
+                           "LOOP_JOBS_CONFIG").absolute(), True
     base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(base) / "loop-jobs" / "config.yaml", False
 
@@ -194,7 +204,11 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
         return value
 
     def local_path(key: str, value: object) -> Path:
-        p = Path(text(key, value)).expanduser()
+        try:
+            p = Path(text(key, value)).expanduser()
+        except RuntimeError:
+            raise fail(key, value, "cannot expand '~': no such user or no home directory") \
+                from None
         return p if p.is_absolute() else (base_dir / p)
 
     timeout = duration("timeout", data["timeout"]) if "timeout" in data else DEFAULT_TIMEOUT
@@ -277,7 +291,7 @@ def with_repos(config: Config, paths: Sequence[str | Path]) -> Config:
     """`--repo PATH` (repeatable) replaces the configured list; each must be a git work tree."""
     repos: list[RepoConfig] = []
     for raw in paths:
-        p = Path(raw).expanduser().absolute()
+        p = expand_user(raw, "--repo", "--repo").absolute()
         if not is_work_tree_root(p):
             raise ConfigError("--repo", "--repo", str(raw), "not a git work tree")
         known = next((r for r in config.repos if r.path == p.resolve()), None)

@@ -155,3 +155,22 @@ def test_a_symlinked_task_file_is_an_error_not_replaced(tmp_path: Path) -> None:
     assert "symbolic link" in proc.stdout
     assert link.is_symlink() and real.read_bytes() == before
     assert repo.head() == head and repo.status() == ""
+
+
+def test_unknown_user_in_a_path_is_a_config_error(tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    nobody = "~no-such-user-for-loop-verify"
+    for text in (f"repos:\n  - path: {nobody}/app\n", f"state_dir: {nobody}/s\n"):
+        cfg = tmp_path / "config.yaml"
+        cfg.write_text(text)
+        with pytest.raises(ConfigError):
+            load_config(cfg)
+    with pytest.raises(ConfigError):
+        load_config(f"{nobody}/config.yaml")
+    with pytest.raises(ConfigError):
+        load_config(None, env={"LOOP_JOBS_CONFIG": f"{nobody}/config.yaml"})
+    (tmp_path / "empty.yaml").write_text("state_dir: state\n")
+    for args in (("list", "--repo", f"{nobody}/app"), ("history", "--repo", f"{nobody}/app")):
+        assert verify_main([*args, "--config", str(tmp_path / "empty.yaml")]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("loop-verify: ") and "cannot expand '~'" in err

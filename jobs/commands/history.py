@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from jobs.commands.common import parse_date, setup
+from jobs.config import expand_user
 from jobs.ledger import Ledger, iso_utc
 from jobs.verify import format_line
 
@@ -14,7 +14,7 @@ from jobs.verify import format_line
 def main(args: argparse.Namespace) -> int:
     config = setup(args, repos=False)
     since = parse_date(args.since, "--since") if args.since else None
-    repo = str(Path(args.repo).expanduser().resolve()) if args.repo else None
+    repo = str(expand_user(args.repo, "--repo", "--repo").resolve()) if args.repo else None
     ledger = Ledger(config.ledger)
     try:
         attempts = ledger.history(since=since, repo=repo)
