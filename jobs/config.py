@@ -201,6 +201,9 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
     def text(key: str, value: object) -> str:
         if not isinstance(value, str) or not value.strip():
             raise fail(key, value, "expected a non-empty string")
+        if "\0" in value:
+            # No path, URL or branch name can hold one; the OS would raise ValueError later.
+            raise fail(key, value, "contains a NUL character")
         return value
 
     def local_path(key: str, value: object) -> Path:

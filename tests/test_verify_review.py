@@ -174,3 +174,12 @@ def test_unknown_user_in_a_path_is_a_config_error(tmp_path: Path,
         assert verify_main([*args, "--config", str(tmp_path / "empty.yaml")]) == 2
         err = capsys.readouterr().err
         assert err.startswith("loop-verify: ") and "cannot expand '~'" in err
+
+
+@pytest.mark.parametrize("key", ["state_dir", "log_file", "ledger", "timezone"])
+def test_a_nul_character_in_a_value_is_a_config_error(tmp_path: Path, key: str) -> None:
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(f'{key}: "sqlite:///a\\0b"\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(cfg)
+    assert key in str(info.value)
