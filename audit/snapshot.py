@@ -290,6 +290,9 @@ def _check_repo(where: str, entry: Any) -> str | None:
         problem = _check_part(f"{where}.remotes[{name!r}]", part, {"refs": dict, "symrefs": dict})
         if problem is not None:
             return problem
+        if not isinstance(part.get("url"), str | None) or not _strings(part.get("pushurls", [])):
+            return (f"{where}.remotes[{name!r}]: `url` must be a string (or null) and "
+                    "`pushurls` a list of strings")
         if part["available"]:
             for label in ("refs", "symrefs"):
                 if not all(isinstance(k, str) and isinstance(v, str)
@@ -305,6 +308,10 @@ def _check_repo(where: str, entry: Any) -> str | None:
                                      for k, v in tags["tags"].items()):
         return f"{where}.tags.tags must map strings to strings"
     releases = entry["releases"]
+    if not isinstance(releases.get("github_repo"), str | None) \
+            or not _strings(releases.get("github_repos", [])):
+        return (f"{where}.releases: `github_repo` must be a string (or null) and "
+                "`github_repos` a list of strings")
     if releases["available"]:
         for i, rel in enumerate(releases["releases"]):
             if not isinstance(rel, dict) or not isinstance(rel.get("tag_name"), str) \
@@ -314,6 +321,10 @@ def _check_repo(where: str, entry: Any) -> str | None:
                 return (f"{where}.releases.releases[{i}] needs tag_name (string), draft and "
                         "prerelease (booleans) and author (string or null)")
     return None
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
 def _check_part(where: str, part: Any, fields: Mapping[str, type]) -> str | None:

@@ -114,3 +114,21 @@ def test_a_refused_closeout_or_a_new_begin_leaves_no_earlier_report_behind(
     assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
     assert not (run_dir / "audit-after.json").exists()
     assert run_cli("report", "--run-dir", str(run_dir)).returncode == 2
+
+
+def test_a_snapshot_with_mistyped_remote_urls_is_refused_not_a_traceback(tmp_path: Path) -> None:
+    """A malformed snapshot exits 2 with the file named; a traceback would exit 1, which reads
+    as "a violation was found"."""
+    clone, _ = make_repo_with_remote(tmp_path)
+    good = tmp_path / "good.json"
+    assert run_cli("snapshot", "--out", str(good), str(clone)).returncode == 0
+    for field, value in (("pushurls", None), ("url", ["x"])):
+        snap = json.loads(good.read_text())
+        for entry in snap["repos"].values():
+            entry["remotes"]["origin"][field] = value
+        bad = tmp_path / f"bad-{field}.json"
+        bad.write_text(json.dumps(snap))
+        done = run_cli("compare", str(bad), str(good))
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith(f"loop-pi-audit: {bad}: not a loop-pi-audit snapshot")
+        assert "Traceback" not in done.stderr
