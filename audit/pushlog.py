@@ -60,6 +60,9 @@ def _parse_line(path: Path, number: int, raw: bytes) -> PushEntry:
     except json.JSONDecodeError as exc:
         raise InputError(path, f"malformed push-log line: {exc.msg} (column {exc.colno})",
                          line=number) from None
+    except RecursionError:
+        raise InputError(path, "malformed push-log line: nested too deeply",
+                         line=number) from None
     if not isinstance(obj, dict):
         raise InputError(path, "malformed push-log line: not a JSON object", line=number)
     values: dict[str, str] = {}

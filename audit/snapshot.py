@@ -253,6 +253,8 @@ def load_snapshot(path: Path) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise InputError(path, f"malformed snapshot JSON: {exc.msg} (column {exc.colno})",
                          line=exc.lineno) from None
+    except RecursionError:
+        raise InputError(path, "malformed snapshot JSON: nested too deeply") from None
     problem = _check_snapshot(snap)
     if problem is not None:
         raise InputError(path, f"not a loop-pi-audit snapshot: {problem}")

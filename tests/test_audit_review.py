@@ -132,3 +132,22 @@ def test_a_snapshot_with_mistyped_remote_urls_is_refused_not_a_traceback(tmp_pat
         assert done.returncode == 2, done.stderr
         assert done.stderr.startswith(f"loop-pi-audit: {bad}: not a loop-pi-audit snapshot")
         assert "Traceback" not in done.stderr
+
+
+def test_deeply_nested_json_is_a_malformed_line_not_a_traceback(tmp_path: Path) -> None:
+    clone, _ = make_repo_with_remote(tmp_path)
+    snap = tmp_path / "snap.json"
+    assert run_cli("snapshot", "--out", str(snap), str(clone)).returncode == 0
+    deep = "[" * 100_000 + "\n"
+    log = tmp_path / "push-log.jsonl"
+    log.write_text('{"not": "a push"}\n' + deep)
+    done = run_cli("compare", str(snap), str(snap), "--push-log", str(log))
+    assert (done.returncode, done.stderr) == (
+        2, f"loop-pi-audit: {log}:1: malformed push-log line: missing key 'repo'\n")
+    log.write_text(deep)
+    done = run_cli("compare", str(snap), str(snap), "--push-log", str(log))
+    assert done.returncode == 2 and f"{log}:1: malformed push-log line" in done.stderr
+    bad = tmp_path / "deep.json"
+    bad.write_text(deep)
+    done = run_cli("compare", str(bad), str(snap))
+    assert done.returncode == 2 and f"{bad}: malformed snapshot JSON" in done.stderr
