@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from jobs.errors import cli_entry
+from jobs.errors import EXIT_USAGE, LoopError, cli_entry
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,6 +65,16 @@ def build_parser() -> argparse.ArgumentParser:
 @cli_entry("loop-pi-audit")
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except OSError as exc:
+        # A run directory or output file that cannot be created or written: one line and
+        # exit 2, never a traceback (whose exit 1 would read as "a violation was found").
+        where = f"{exc.filename}: " if exc.filename else ""
+        raise LoopError(f"{where}{exc.strerror or exc}", EXIT_USAGE) from None
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     command: str = args.command
     if command in ("begin", "add"):
         from audit.commands import begin

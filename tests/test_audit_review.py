@@ -151,3 +151,15 @@ def test_deeply_nested_json_is_a_malformed_line_not_a_traceback(tmp_path: Path) 
     bad.write_text(deep)
     done = run_cli("compare", str(bad), str(snap))
     assert done.returncode == 2 and f"{bad}: malformed snapshot JSON" in done.stderr
+
+
+def test_a_run_directory_that_cannot_be_created_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    clone, _ = make_repo_with_remote(tmp_path)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for args in (("begin", str(clone), "--run-dir", str(blocker / "run")),
+                 ("snapshot", "--out", str(blocker / "snap.json"), str(clone))):
+        done = run_cli(*args)
+        assert done.returncode == 2, done.stderr
+        assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1
+        assert done.stderr.startswith("loop-pi-audit: ")
