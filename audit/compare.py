@@ -323,6 +323,15 @@ class RepoJudge:
             if down:
                 self._add(name, "", "remote-unavailable", None, None, UNVERIFIED, "; ".join(down))
                 continue
+            moved = [f"{key} {b.get(key)!r} → {a.get(key)!r}" for key in ("url", "pushurls")
+                     if b.get(key) != a.get(key)]
+            if moved:
+                # The after-snapshot looked somewhere else: what became of the refs the run
+                # started from was never seen.
+                self._add(name, "", "remote-url-changed", None, None, UNVERIFIED,
+                          f"remote {name} points elsewhere since the before snapshot: "
+                          + "; ".join(moved))
+                continue
             tag_work.extend((name, a, c) for c in self._judge_remote(name, b, a))
         self._judge_unaudited_remotes(b_remotes, a_remotes)
         releases_ok = self._judge_releases()

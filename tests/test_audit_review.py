@@ -163,3 +163,21 @@ def test_a_run_directory_that_cannot_be_created_is_one_line_and_exit_2(tmp_path:
         assert done.returncode == 2, done.stderr
         assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1
         assert done.stderr.startswith("loop-pi-audit: ")
+
+
+def test_a_remote_pointed_elsewhere_during_the_run_is_unverified(tmp_path: Path) -> None:
+    """`git remote set-url` to an untouched mirror must not hide an unlogged push to the remote
+    the run started from behind "no remote changes"."""
+    clone, bare = make_repo_with_remote(tmp_path)
+    mirror = tmp_path / "mirror.git"
+    git(tmp_path, "clone", "-q", "--mirror", str(bare), str(mirror))
+    run_dir = tmp_path / "run"
+    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
+    commit(clone, "src/evil.py", "x\n", "unlogged")
+    git(clone, "push", "-q", "origin", "main")
+    git(clone, "remote", "set-url", "origin", str(mirror))
+    done = run_cli("closeout", "--run-dir", str(run_dir), "--json")
+    assert done.returncode == 3, done.stdout + done.stderr
+    [finding] = json.loads(done.stdout)["findings"]
+    assert (finding["kind"], finding["remote"], finding["verdict"]) == (
+        "remote-url-changed", "origin", "UNVERIFIED")
