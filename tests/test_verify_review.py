@@ -183,3 +183,20 @@ def test_a_nul_character_in_a_value_is_a_config_error(tmp_path: Path, key: str) 
     with pytest.raises(ConfigError) as info:
         load_config(cfg)
     assert key in str(info.value)
+
+
+def test_list_exits_3_when_a_repository_backlog_cannot_be_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    config = str(repo.config_path)
+    assert verify_main(["list", "--config", config, "--today", "2026-11-30"]) == 0
+    capsys.readouterr()
+    # A broken config.yml (the error has a line) and a repository with no backlog/ at all.
+    with (repo.root / "backlog" / "config.yml").open("a") as fh:
+        fh.write("statuses: [\n")
+    assert verify_main(["list", "--config", config]) == 3
+    assert "config.yml:" in capsys.readouterr().out
+    plain = tmp_path / "plain"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(plain)], check=True)
+    assert verify_main(["list", "--config", config, "--repo", str(plain), "--json"]) == 3
+    assert "no backlog/ folder" in capsys.readouterr().out
