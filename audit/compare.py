@@ -323,8 +323,8 @@ class RepoJudge:
             if down:
                 self._add(name, "", "remote-unavailable", None, None, UNVERIFIED, "; ".join(down))
                 continue
-            moved = [f"{key} {b.get(key)!r} → {a.get(key)!r}" for key in ("url", "pushurls")
-                     if b.get(key) != a.get(key)]
+            moved = [f"{key} {b.get(key)!r} → {a.get(key)!r}"
+                     for key in ("url", "pushurls", "rewritten_to") if b.get(key) != a.get(key)]
             if moved:
                 # The after-snapshot looked somewhere else: what became of the refs the run
                 # started from was never seen.

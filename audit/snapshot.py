@@ -103,6 +103,10 @@ def snapshot_remote(repo: str, remote: RemoteConfig, timeout: float) -> dict[str
     part: dict[str, Any] = {"url": remote.urls[0] if remote.urls else None}
     if remote.pushurls:
         part["pushurls"] = list(remote.pushurls)
+    if remote.effective != list(dict.fromkeys(remote.urls + remote.pushurls)):
+        # Where an insteadOf rule sends git: a rule added during the run must not quietly point
+        # the after-snapshot at another repository.
+        part["rewritten_to"] = list(remote.effective)
     if not remote.urls:
         return {"available": False, **part,
                 "reason": f"remote {remote.name} has no url configured"}
@@ -292,9 +296,10 @@ def _check_repo(where: str, entry: Any) -> str | None:
         problem = _check_part(f"{where}.remotes[{name!r}]", part, {"refs": dict, "symrefs": dict})
         if problem is not None:
             return problem
-        if not isinstance(part.get("url"), str | None) or not _strings(part.get("pushurls", [])):
-            return (f"{where}.remotes[{name!r}]: `url` must be a string (or null) and "
-                    "`pushurls` a list of strings")
+        if not isinstance(part.get("url"), str | None) or not _strings(part.get("pushurls", [])) \
+                or not _strings(part.get("rewritten_to", [])):
+            return (f"{where}.remotes[{name!r}]: `url` must be a string (or null), "
+                    "`pushurls` and `rewritten_to` lists of strings")
         if part["available"]:
             for label in ("refs", "symrefs"):
                 if not all(isinstance(k, str) and isinstance(v, str)

@@ -181,3 +181,21 @@ def test_a_remote_pointed_elsewhere_during_the_run_is_unverified(tmp_path: Path)
     [finding] = json.loads(done.stdout)["findings"]
     assert (finding["kind"], finding["remote"], finding["verdict"]) == (
         "remote-url-changed", "origin", "UNVERIFIED")
+
+
+def test_an_insteadof_rule_added_during_the_run_is_unverified(tmp_path: Path) -> None:
+    clone, bare = make_repo_with_remote(tmp_path)
+    mirror = tmp_path / "mirror.git"
+    git(tmp_path, "clone", "-q", "--mirror", str(bare), str(mirror))
+    run_dir = tmp_path / "run"
+    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
+    before = json.loads((run_dir / "audit-before.json").read_text())
+    assert "rewritten_to" not in next(iter(before["repos"].values()))["remotes"]["origin"]
+    commit(clone, "src/evil.py", "x\n", "unlogged")
+    git(clone, "push", "-q", "origin", "main")
+    git(clone, "config", f"url.{mirror}.insteadOf", str(bare))
+    done = run_cli("closeout", "--run-dir", str(run_dir), "--json")
+    assert done.returncode == 3, done.stdout + done.stderr
+    [finding] = json.loads(done.stdout)["findings"]
+    assert (finding["kind"], finding["verdict"]) == ("remote-url-changed", "UNVERIFIED")
+    assert str(mirror) in finding["reason"]
