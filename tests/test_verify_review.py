@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from verify_helpers import ROOT, make_verify_repo
+from verify_helpers import ROOT, kill_marked, make_verify_repo, marked_pids, start_verify, wait_for
 
 from jobs.config import load_config, parse_duration
 from jobs.errors import ConfigError
@@ -200,3 +201,26 @@ def test_list_exits_3_when_a_repository_backlog_cannot_be_read(
     subprocess.run(["git", "init", "-q", "-b", "main", str(plain)], check=True)
     assert verify_main(["list", "--config", config, "--repo", str(plain), "--json"]) == 3
     assert "no backlog/ folder" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_terminated_run_leaves_no_recipe_behind(tmp_path: Path, sig: int) -> None:
+    started = tmp_path / "started"
+    repo = make_verify_repo(tmp_path, justfile=(
+        f"verify-slow:\n    touch {started}\n    sleep 60\n"))
+    task = repo.add_task(1, notes="verify-cmd: just verify-slow")
+    repo.commit_all()
+    before, head = task.read_bytes(), repo.head()
+    mark = f"review-term-{sig}-{os.getpid()}"
+    proc = start_verify(repo, "run", "--today", "2026-11-30", mark=mark, out=tmp_path / "out")
+    try:
+        wait_for(started, proc)
+        proc.send_signal(sig)
+        assert proc.wait(timeout=30) == 3
+        # Nothing the recipe started outlives the run it belonged to.
+        assert marked_pids(mark) == []
+    finally:
+        kill_marked(mark)
+    out = (tmp_path / "out.stdout").read_text()
+    assert out.startswith("interrupted app TASK-1  just verify-slow"), out
+    assert task.read_bytes() == before and repo.head() == head and repo.status() == ""

@@ -4,12 +4,41 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
 
 from jobs.commands.common import parse_date, setup
 from jobs.config import with_timeout
 from jobs.errors import UsageError
 from jobs.verify import format_line, run_once
+
+
+@contextmanager
+def stop_on_termination() -> Iterator[threading.Event]:
+    """SIGTERM/SIGHUP (a timer stopped, a terminal closed) end the run gracefully.
+
+    Left to the default action they would kill only this process, and the recipe, in its own
+    session, would outlive the run. Set instead, the event makes the runner kill the recipe's
+    whole tree and the run end with `interrupted` (exit 3).
+    """
+    stop = threading.Event()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield stop
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -30,9 +59,10 @@ def main(args: argparse.Namespace) -> int:
         sys.stderr.write(f"\r\033[K  running {label}  {elapsed:.0f}s")
         sys.stderr.flush()
 
-    summary = run_once(config, today=today, dry_run=args.dry_run,
-                       printer=None if args.json else printer,
-                       ticker=ticker if live else None)
+    with stop_on_termination() as stop:
+        summary = run_once(config, today=today, dry_run=args.dry_run, stop=stop,
+                           printer=None if args.json else printer,
+                           ticker=ticker if live else None)
     if args.json:
         print(json.dumps({
             "run_id": summary.run_id, "today": summary.today.isoformat(),
