@@ -194,7 +194,8 @@ def overall(findings: Sequence[Finding]) -> str:
 
 
 def entry_covers_remote(entry: PushEntry, name: str, part: Mapping[str, Any]) -> bool:
-    urls = [part.get("url"), *part.get("pushurls", [])]
+    # A push by URL names the URL git went to, which may be where an insteadOf rule sends it.
+    urls = [part.get("url"), *part.get("pushurls", []), *part.get("rewritten_to", [])]
     return entry.remote == name or entry.remote in [u for u in urls if u]
 
 

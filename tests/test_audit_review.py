@@ -199,3 +199,19 @@ def test_an_insteadof_rule_added_during_the_run_is_unverified(tmp_path: Path) ->
     [finding] = json.loads(done.stdout)["findings"]
     assert (finding["kind"], finding["verdict"]) == ("remote-url-changed", "UNVERIFIED")
     assert str(mirror) in finding["reason"]
+
+
+def test_a_push_by_the_url_an_insteadof_rule_leads_to_counts_for_that_remote(
+        tmp_path: Path) -> None:
+    clone, bare = make_repo_with_remote(tmp_path)
+    git(clone, "config", f"url.{bare}.insteadOf", "short:")
+    git(clone, "remote", "set-url", "origin", "short:")
+    run_dir = tmp_path / "run"
+    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
+    assert run_cli("hook", "install", str(clone), "--run-dir", str(run_dir)).returncode == 0
+    commit(clone, "src/a.py", "a\n", "pushed by URL")
+    git(clone, "push", "-q", str(bare), "main")
+    done = run_cli("closeout", "--run-dir", str(run_dir), "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    verdicts = {(f["kind"], f["verdict"]) for f in json.loads(done.stdout)["findings"]}
+    assert ("commit", "PUSH_LOGGED") in verdicts
