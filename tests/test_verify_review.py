@@ -224,3 +224,28 @@ def test_a_terminated_run_leaves_no_recipe_behind(tmp_path: Path, sig: int) -> N
     out = (tmp_path / "out.stdout").read_text()
     assert out.startswith("interrupted app TASK-1  just verify-slow"), out
     assert task.read_bytes() == before and repo.head() == head and repo.status() == ""
+
+
+def test_doctor_says_when_git_cannot_name_the_committer(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    assert verify_main(["doctor", "--config", str(repo.config_path)]) in (0, 1)
+    assert f"ok   repo {repo.root}:" in capsys.readouterr().out
+    home = tmp_path / "home"
+    home.mkdir()
+    for who in ("AUTHOR", "COMMITTER"):
+        monkeypatch.delenv(f"GIT_{who}_NAME")
+        monkeypatch.delenv(f"GIT_{who}_EMAIL")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.delenv("EMAIL", raising=False)
+    # Some hosts still have a full name and a resolvable domain: git then needs nothing else.
+    probe = subprocess.run(["git", "var", "GIT_COMMITTER_IDENT"], cwd=repo.root,
+                           capture_output=True, check=False)
+    if probe.returncode == 0:
+        pytest.skip("git can guess an identity on this host")
+    assert verify_main(["doctor", "--config", str(repo.config_path)]) == 1
+    out = capsys.readouterr().out
+    assert f"FAIL repo {repo.root}: git cannot name the committer" in out

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import subprocess
+from pathlib import Path
 
 from jobs import backlog, git, runner
 from jobs.commands.common import setup
@@ -41,6 +43,24 @@ def config_checks(config: Config) -> list[Check]:
     return checks
 
 
+def identity_check(root: Path) -> Check | None:
+    """A failing Check when git cannot name the committer here: every verdict's commit would fail.
+
+    Scheduled runs often have neither a global git config nor GIT_* variables; then each verdict
+    is restored after its refused commit, every morning, and only the log says why.
+    """
+    for var in ("GIT_COMMITTER_IDENT", "GIT_AUTHOR_IDENT"):
+        proc = subprocess.run(["git", "var", var], cwd=root, stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            said = [line for line in proc.stderr.splitlines() if line.startswith("fatal:")]
+            return Check(f"repo {root}", False,
+                         f"git cannot name the committer: {said[-1] if said else var}",
+                         f"git -C {root} config user.name …; git -C {root} config user.email …"
+                         " (or set them globally for the account the scheduler runs as)")
+    return None
+
+
 def repo_checks(config: Config) -> list[Check]:
     checks = []
     for repo in config.repos:
@@ -69,6 +89,8 @@ def repo_checks(config: Config) -> list[Check]:
         elif runner.find_justfile(repo.path) is None:
             checks.append(Check(name, False, "no justfile in the repository root",
                                 "every due task there will fail with `no justfile`"))
+        elif (unknown := identity_check(repo.path)) is not None:
+            checks.append(unknown)
         else:
             checks.append(Check(name, True, f"clean on {repo.branch}, backlog found", None))
     return checks
