@@ -53,6 +53,9 @@ def read_push_log(path: Path) -> list[PushEntry]:
 
 
 def _parse_line(path: Path, number: int, raw: bytes) -> PushEntry:
+    if not raw.strip():
+        raise InputError(path, "malformed push-log line: blank line (one JSON object per line)",
+                         line=number)
     try:
         obj: Any = json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:

@@ -215,3 +215,26 @@ def test_a_push_by_the_url_an_insteadof_rule_leads_to_counts_for_that_remote(
     assert done.returncode == 0, done.stdout + done.stderr
     verdicts = {(f["kind"], f["verdict"]) for f in json.loads(done.stdout)["findings"]}
     assert ("commit", "PUSH_LOGGED") in verdicts
+
+
+def test_push_log_ends_empty_file_and_blank_lines(tmp_path: Path) -> None:
+    """A final newline is the end of the last line; an empty file holds no push; a blank line
+    is a malformed line, named as such with its number."""
+    clone, _ = make_repo_with_remote(tmp_path)
+    snap = tmp_path / "snap.json"
+    assert run_cli("snapshot", "--out", str(snap), str(clone)).returncode == 0
+    zero = "0" * 40
+    line = json.dumps({"repo": str(clone), "remote": "origin", "ref": "refs/heads/x",
+                       "old": zero, "new": "1" * 40, "at": "2026-11-30T07:00:00Z",
+                       "source": "test"})
+    log = tmp_path / "push-log.jsonl"
+    for text in ("", line + "\n", line):
+        log.write_text(text)
+        done = run_cli("compare", str(snap), str(snap), "--push-log", str(log))
+        assert (done.returncode, done.stdout) == (0, "audit: no remote changes\n"), done.stderr
+    for text, number in ((line + "\n\n", 2), ("\n" + line + "\n", 1), ("\n", 1)):
+        log.write_text(text)
+        done = run_cli("compare", str(snap), str(snap), "--push-log", str(log))
+        assert (done.returncode, done.stderr) == (
+            2, f"loop-pi-audit: {log}:{number}: malformed push-log line: blank line "
+               "(one JSON object per line)\n")
