@@ -249,3 +249,29 @@ def test_doctor_says_when_git_cannot_name_the_committer(
     assert verify_main(["doctor", "--config", str(repo.config_path)]) == 1
     out = capsys.readouterr().out
     assert f"FAIL repo {repo.root}: git cannot name the committer" in out
+
+
+def test_nohup_still_ignores_sighup(tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    repo = make_verify_repo(tmp_path, justfile=(
+        f"verify-slow:\n    touch {started}\n    sleep 60\n"))
+    repo.add_task(1, notes="verify-cmd: just verify-slow")
+    repo.commit_all()
+    mark = f"review-nohup-{os.getpid()}"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), LOOP_VERIFY_TEST_MARK=mark)
+    argv = ["nohup", sys.executable, "-m", "jobs.main", "run", "--config", str(repo.config_path),
+            "--today", "2026-11-30"]
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        wait_for(started, proc)
+        proc.send_signal(signal.SIGHUP)
+        with pytest.raises(subprocess.TimeoutExpired):
+            proc.wait(timeout=1)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 3
+        assert marked_pids(mark) == []
+    finally:
+        proc.kill()
+        kill_marked(mark)

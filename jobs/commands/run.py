@@ -33,7 +33,9 @@ def stop_on_termination() -> Iterator[threading.Event]:
     def handler(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    # A signal the caller ignores (`nohup` ignores SIGHUP) stays ignored.
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)
+                if signal.getsignal(sig) is not signal.SIG_IGN}
     try:
         yield stop
     finally:
