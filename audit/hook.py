@@ -143,7 +143,11 @@ def run_pre_push(installed_run_dir: str, chained: str, hook_args: Sequence[str],
                               os.path.realpath(os.getcwd()), remote, url,
                               datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"))
         if not run_dir.is_dir():
-            raise OSError(f"run directory {run_dir} does not exist")
+            # git runs hooks from the top of the work tree, not from where `git push` was typed.
+            where = ("" if run_dir.is_absolute() else
+                     f" (a relative ${ENV_VAR} is read from {os.getcwd()}, where git runs "
+                     "hooks; give an absolute path)")
+            raise OSError(f"run directory {run_dir} does not exist{where}")
         append_pushes(run_dir, entries)
     except (OSError, ValueError) as exc:
         allowed = env.get(ALLOW_ENV, "") not in ("", "0")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -238,3 +240,19 @@ def test_push_log_ends_empty_file_and_blank_lines(tmp_path: Path) -> None:
         assert (done.returncode, done.stderr) == (
             2, f"loop-pi-audit: {log}:{number}: malformed push-log line: blank line "
                "(one JSON object per line)\n")
+
+
+def test_a_relative_run_directory_at_push_time_is_refused_with_why(tmp_path: Path) -> None:
+    """git runs the hook from the top of the work tree, so a relative $LOOP_PI_RUN_DIR that
+    was meant from elsewhere is missing there: the refusal says why."""
+    clone, _ = make_repo_with_remote(tmp_path)
+    run_dir = tmp_path / "run"
+    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
+    assert run_cli("hook", "install", str(clone)).returncode == 0
+    commit(clone, "src/a.py", "a\n", "a")
+    done = subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "main"],
+                          capture_output=True, text=True, cwd=tmp_path, check=False,
+                          env={**os.environ, "LOOP_PI_RUN_DIR": "run"})
+    assert done.returncode != 0
+    assert "relative $LOOP_PI_RUN_DIR is read from" in done.stderr
+    assert "give an absolute path" in done.stderr
