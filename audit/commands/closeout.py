@@ -102,10 +102,14 @@ def resolve_charter(arg: str | None, before: Mapping[str, Any],
         raise UsageError(f"--charter {path}: {before_path} recorded no charter at begin, and a "
                          "charter not frozen at arm grants nothing")
     actual = charter_sha256(path)
-    if actual != recorded:
-        raise InputError(path, f"charter changed since begin (sha256 {actual[:12]}…, frozen "
-                         f"{recorded[:12]}…); refusing to grant anything from it")
-    return load_charter(path)
+    if actual == recorded:
+        charter = load_charter(path)
+        # The file is read twice: what is granted must be the very bytes that were checked.
+        actual = charter.sha256
+        if actual == recorded:
+            return charter
+    raise InputError(path, f"charter changed since begin (sha256 {actual[:12]}…, frozen "
+                     f"{recorded[:12]}…); refusing to grant anything from it")
 
 
 def load_push_log(arg: str | None, default: Path | None) -> list[PushEntry]:
