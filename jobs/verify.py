@@ -358,21 +358,37 @@ class _RepoRun:
             self.finish(outcome)
             return True
         if outcome is None:
+            head = git.head_sha(self.root)
             result = self.run_recipe(task, timeout)
             if isinstance(result, Attempt):
                 self.finish(result)
                 return result.verdict != "interrupted"
             outcome = result
             drift = git.work_tree_state(self.root)
-            if not drift.clean:
-                att = self.attempt("drift", task=task, started=started, reason=(
-                    "the recipe changed the work tree: " + ", ".join(drift.changes)))
+            # A recipe that switched branches or committed leaves a clean tree, but the verdict
+            # would then be committed somewhere else, or on top of the recipe's own commit.
+            moved = self.moved_head(drift.branch, head)
+            if not drift.clean or moved is not None:
+                changed = ("the recipe changed the work tree: " + ", ".join(drift.changes)
+                           if not drift.clean else None)
+                att = self.attempt("drift", task=task, started=started, reason="; ".join(
+                    r for r in (changed, moved) if r is not None))
                 att.exit_code, att.duration = outcome.exit_code, outcome.duration
                 att.output_path = outcome.output_path
                 self.finish(att)
                 return False
         self.write_verdict(task, config, outcome, started)
         return True
+
+    def moved_head(self, branch: str | None, head: str) -> str | None:
+        """How the recipe moved HEAD (another branch, detached, a new commit), or None."""
+        if branch != self.repo.branch:
+            where = "detached HEAD" if branch is None else f"branch {branch!r}"
+            return f"the recipe left {where} checked out, not {self.repo.branch!r}"
+        now = git.head_sha(self.root)
+        if now != head:
+            return f"the recipe moved {branch!r} from {head[:10]} to {now[:10]}"
+        return None
 
     def unsafe_to_edit(self, task: eligibility.Classified, config: backlog.BacklogConfig,
                        timeout: float) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import signal
@@ -275,3 +276,26 @@ def test_nohup_still_ignores_sighup(tmp_path: Path) -> None:
     finally:
         proc.kill()
         kill_marked(mark)
+
+
+@pytest.mark.parametrize(("recipe", "said"), [
+    ("git switch -q -c elsewhere", "left branch 'elsewhere' checked out, not 'main'"),
+    ("git switch -q --detach", "left detached HEAD checked out"),
+    ("git commit -q --allow-empty -m sneaky", "the recipe moved 'main' from "),
+])
+def test_a_recipe_that_moves_head_is_drift(tmp_path: Path, recipe: str, said: str) -> None:
+    repo = make_verify_repo(tmp_path, justfile=(
+        f"verify-move:\n    {recipe}\n\nverify-ok:\n    echo ok\n"))
+    first = repo.add_task(1, notes="verify-cmd: just verify-move")
+    second = repo.add_task(2)
+    repo.commit_all()
+    before = {p: p.read_bytes() for p in (first, second)}
+    proc = repo.run("run", "--today", "2026-11-30", "--json")
+    assert proc.returncode == 1, proc.stderr
+    results = json.loads(proc.stdout)["results"]
+    assert [(r["task_id"], r["verdict"]) for r in results] == [("TASK-1", "drift")]
+    assert said in results[0]["reason"]
+    # No verdict was committed anywhere, and no task file was touched.
+    assert not any(s.startswith("loop-verify:") for s in
+                   repo.git("log", "--all", "--format=%s").splitlines())
+    assert all(p.read_bytes() == b for p, b in before.items())
