@@ -135,6 +135,7 @@ class _RepoRun:
         return result
 
     def finish(self, result: Attempt, *, recorded: bool = False) -> None:
+        storable(result)
         if self.ledger is not None:
             if recorded:
                 self.ledger.update(result)
@@ -499,7 +500,7 @@ class _RepoRun:
         result.before_sha256, result.after_sha256 = sha256(before), sha256(after)
         result.edit_paths = rel
         result.commit_message = verdicts.commit_message(task.task.id, outcome)
-        self.ledger.record(result)
+        self.ledger.record(storable(result))
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             backlog.write_task(target, after)
@@ -526,6 +527,25 @@ class _RepoRun:
                       reason=str(exc))
         result.ended_at = datetime.now(UTC)
         self.finish(result, recorded=True)
+
+
+def shown(text: str) -> str:
+    """Text that any UTF-8 sink takes: undecodable bytes of a file name (kept by the OS and by
+    git's output as surrogates) written as `\\xff`."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def storable(result: Attempt) -> Attempt:
+    """The attempt with its free-text fields fit for the ledger, the terminal and the log.
+
+    A recipe may leave a file whose name is not UTF-8; its path in a reason would otherwise make
+    the ledger write (and every later run's `skipped` record) fail.
+    """
+    for name in ("reason", "task_path", "output_path"):
+        value = getattr(result, name)
+        if value is not None:
+            setattr(result, name, shown(value))
+    return result
 
 
 _LINE_BREAKING = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")

@@ -299,3 +299,21 @@ def test_a_recipe_that_moves_head_is_drift(tmp_path: Path, recipe: str, said: st
     assert not any(s.startswith("loop-verify:") for s in
                    repo.git("log", "--all", "--format=%s").splitlines())
     assert all(p.read_bytes() == b for p, b in before.items())
+
+
+def test_a_file_name_that_is_not_utf8_is_drift_not_a_traceback(tmp_path: Path) -> None:
+    repo = make_verify_repo(tmp_path, justfile=(
+        "verify-odd:\n    python3 -c \"open(b'\\\\xff.txt', 'w').close()\"\n"))
+    repo.add_task(1, notes="verify-cmd: just verify-odd")
+    repo.commit_all()
+    assert (repo.root / os.fsdecode(b"\xff.txt")).exists() is False
+    first = repo.run("run", "--today", "2026-11-30")
+    assert first.returncode == 1, first.stderr
+    assert "Traceback" not in first.stderr
+    assert first.stdout.startswith("drift    app TASK-1")
+    assert "\\xff.txt" in first.stdout
+    again = repo.run("run", "--today", "2026-11-30")
+    assert again.returncode == 3, again.stderr
+    assert again.stdout == "skipped  app: work tree not clean: \\xff.txt\n"
+    verdicts = [a["verdict"] for a in repo.history()]
+    assert verdicts == ["drift", "skipped"]
