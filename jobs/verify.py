@@ -554,9 +554,10 @@ _LINE_BREAKING = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")
 def one_line(text: str) -> str:
     """Text for one line of output: control characters and line separators shown escaped.
 
-    Ids, reasons and paths come from task files; none may start a line of its own.
+    Ids, reasons and paths come from task files; none may start a line of its own, and a file
+    name that is not UTF-8 must not make printing fail on a strict UTF-8 stdout.
     """
-    return _LINE_BREAKING.sub(lambda m: repr(m.group())[1:-1], text)
+    return _LINE_BREAKING.sub(lambda m: repr(m.group())[1:-1], shown(text))
 
 
 def format_line(result: Attempt, *, dry_run: bool = False) -> str:

@@ -317,3 +317,13 @@ def test_a_file_name_that_is_not_utf8_is_drift_not_a_traceback(tmp_path: Path) -
     assert again.stdout == "skipped  app: work tree not clean: \\xff.txt\n"
     verdicts = [a["verdict"] for a in repo.history()]
     assert verdicts == ["drift", "skipped"]
+
+
+def test_list_prints_a_non_utf8_file_name_escaped(tmp_path: Path) -> None:
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    odd = repo.root / "backlog" / "tasks" / os.fsdecode(b"task-2 - \xff.md")
+    odd.write_bytes(b"")
+    # A strict UTF-8 stdout, as on a machine with a real UTF-8 locale.
+    proc = repo.run("list", "--today", "2026-11-30", env={"PYTHONIOENCODING": "utf-8:strict"})
+    assert proc.returncode == 0, proc.stderr
+    assert "task-2 - \\xff.md: empty file" in proc.stdout
