@@ -22,11 +22,9 @@ def finding_line(f: Finding) -> str:
 
 
 def _end(sha: str | None, f: Finding) -> str:
-    # An absent ref is zeros, as in the push log; a finding about no ref at all has no ends.
-    if sha is None and f.kind.endswith(("-added", "-deleted")) and not f.kind.startswith(
-            ("repo-", "remote-")):
-        return short(None)
-    return short(sha) if sha is not None else "-"
+    # An absent ref is zeros, as in the push log; so is a finding about no ref at all, so that
+    # every line keeps the `<short before>..<short after>` shape.
+    return short(sha)
 
 
 def summary_line(findings: Sequence[Finding]) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import threading
 import time
@@ -284,3 +285,61 @@ def test_the_charter_granted_is_the_one_whose_hash_was_checked(tmp_path: Path) -
         resolve_charter(str(fifo), before, tmp_path / "audit-before.json")
     writer.join(timeout=10)
     assert not writer.is_alive()
+
+
+LINE = re.compile(r"^( {4})?\[[^\]]+\] \S+ \S+: .+ [0-9a-f]{7}\.\.[0-9a-f]{7} "
+                  r"\[(PUSH_LOGGED|BACKLOG_ONLY|RELEASE_PLEASE|FOREIGN|UNGRANTED|"
+                  r"NON_FAST_FORWARD|UNVERIFIED)\] .+$")
+
+
+def test_every_report_line_has_the_spec_shape(tmp_path: Path) -> None:
+    """Even a finding about no ref at all (a vanished remote) keeps `<before>..<after>`."""
+    clone, bare = make_repo_with_remote(tmp_path)
+    run_dir = tmp_path / "run"
+    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
+    commit(clone, "src.txt", "x\n", "unlogged work")
+    git(clone, "push", "-q", "origin", "HEAD:refs/heads/main")
+    git(clone, "push", "-q", "origin", "HEAD:refs/heads/side")
+    git(clone, "remote", "add", "gone", str(tmp_path / "nowhere.git"))
+    done = run_cli("closeout", "--run-dir", str(run_dir))
+    lines = done.stdout.splitlines()
+    assert done.returncode in (1, 3) and len(lines) >= 4, done.stdout
+    for line in lines[:-1]:
+        assert LINE.match(line), line
+    assert re.fullmatch(r"audit: \d+ findings, \d+ failing", lines[-1])
+
+
+def test_compare_of_snapshot_files_takes_a_charter(tmp_path: Path) -> None:
+    """`snapshot --out` records no charter: `compare --charter` judges by the named file."""
+    clone, _ = make_repo_with_remote(tmp_path)
+    before, after = tmp_path / "before.json", tmp_path / "after.json"
+    assert run_cli("snapshot", "--out", str(before), str(clone)).returncode == 0
+    assert json.loads(before.read_text())["charter_sha256"] is None
+    commit(clone, "backlog/tasks/task-1 - x.md", "x\n", "backlog only")
+    git(clone, "push", "-q", "origin", "HEAD:refs/heads/main")
+    assert run_cli("snapshot", "--out", str(after), str(clone)).returncode == 0
+    charter = tmp_path / "charter.md"
+    charter.write_text("# Charter: o/n loop1\nauthority: release-please o/n\n")
+    judged = run_cli("compare", str(before), str(after), "--charter", str(charter), "--json")
+    assert judged.returncode == 0, judged.stderr
+    assert {f["verdict"] for f in json.loads(judged.stdout)["findings"]} == {"BACKLOG_ONLY"}
+    bad = tmp_path / "bad.md"
+    bad.write_text("# Charter: o/n loop1\nauthority: deploy-anything o/n\n")
+    refused = run_cli("compare", str(before), str(after), "--charter", str(bad))
+    assert refused.returncode == 2 and "deploy-anything" in refused.stderr
+
+
+def test_compare_without_the_armed_charter_grants_nothing(tmp_path: Path) -> None:
+    clone, _ = make_repo_with_remote(tmp_path)
+    run_dir = tmp_path / "run"
+    charter = tmp_path / "charter.md"
+    charter.write_text("# Charter: o/n loop1\nauthority: release-please o/n\n")
+    assert run_cli("begin", str(clone), "--charter", str(charter),
+                   "--run-dir", str(run_dir)).returncode == 0
+    after = tmp_path / "after.json"
+    assert run_cli("snapshot", "--out", str(after), str(clone)).returncode == 0
+    judged = run_cli("compare", str(run_dir / "audit-before.json"), str(after))
+    assert judged.returncode == 0 and judged.stdout.strip() == "audit: no remote changes"
+    # closeout stays strict: the run was armed with a charter.
+    refused = run_cli("closeout", "--run-dir", str(run_dir))
+    assert refused.returncode == 2 and "--charter" in refused.stderr

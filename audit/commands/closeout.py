@@ -3,11 +3,13 @@
 Charter rules, failing closed (also in the README): the charter is frozen at `begin`, so
 * `--charter FILE` whose bytes no longer hash to the before-snapshot's `charter_sha256` is
   refused (exit 2) before it grants anything;
-* `--charter FILE` when `begin` recorded no charter is refused (exit 2): authority that was not
-  frozen at arm cannot be granted at closeout;
-* no `--charter` when `begin` recorded one is refused (exit 2) rather than silently judged
-  without the authority the run was armed with (the snapshot records only the hash, not where
-  the file is);
+* closeout: `--charter FILE` when `begin` recorded no charter is refused (exit 2): authority
+  that was not frozen at arm cannot be granted at closeout;
+* closeout: no `--charter` when `begin` recorded one is refused (exit 2) rather than silently
+  judged without the authority the run was armed with (the snapshot records only the hash, not
+  where the file is);
+* compare: snapshot files record no charter, so `--charter FILE` judges by FILE, and without
+  `--charter` nothing is granted;
 * no `--charter` and none recorded: nothing is granted.
 
 The push log is `--push-log FILE` (which must exist), else for closeout `RUN_DIR/push-log.jsonl`
@@ -76,7 +78,7 @@ def compare(args: argparse.Namespace) -> int:
     before_path = Path(args.before)
     before = load_snapshot(before_path)
     after = load_snapshot(Path(args.after))
-    charter = resolve_charter(args.charter, before, before_path)
+    charter = resolve_charter(args.charter, before, before_path, frozen_only=False)
     entries = load_push_log(args.push_log, None)
     findings = judge_snapshots(before, after, entries, charter)
     print(render_json(findings) if args.json else render_text(findings), end="")
@@ -89,15 +91,19 @@ def judge_snapshots(before: Mapping[str, Any], after: Mapping[str, Any],
     return judge(before, after, charter, history, github_hosts())
 
 
-def resolve_charter(arg: str | None, before: Mapping[str, Any],
-                    before_path: Path) -> Charter | None:
+def resolve_charter(arg: str | None, before: Mapping[str, Any], before_path: Path, *,
+                    frozen_only: bool = True) -> Charter | None:
+    """The charter to judge by. A recorded hash is always enforced; `compare` of snapshot files
+    (which record none) may name a charter, and may judge without one (granting nothing)."""
     recorded = before.get("charter_sha256")
     if arg is None:
-        if recorded:
+        if recorded and frozen_only:
             raise UsageError(f"{before_path} was armed with a charter (sha256 {recorded[:12]}…); "
                              "pass that same file with --charter")
         return None
     path = Path(arg)
+    if not recorded and not frozen_only:
+        return load_charter(path)
     if not recorded:
         raise UsageError(f"--charter {path}: {before_path} recorded no charter at begin, and a "
                          "charter not frozen at arm grants nothing")
