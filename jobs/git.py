@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Sequence
+from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +18,22 @@ _IN_PROGRESS = {
     "REVERT_HEAD": "a revert is in progress",
     "BISECT_LOG": "a bisect is in progress",
 }
+
+
+# Variables that point git at another repository (set, say, when loop-verify runs from inside a
+# git hook). Each repository loop-verify works on is named by its path alone.
+REPOSITORY_ENV_VARS = (
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_IMPLICIT_WORK_TREE", "GIT_PREFIX",
+    "GIT_SHALLOW_FILE", "GIT_GRAFT_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE",
+    "GIT_INTERNAL_SUPER_PREFIX",
+)
+
+
+def isolate_environment(environ: MutableMapping[str, str]) -> None:
+    """Drop what would send git (ours and a recipe's) to a repository other than the one named."""
+    for name in REPOSITORY_ENV_VARS:
+        environ.pop(name, None)
 
 
 class GitError(Exception):

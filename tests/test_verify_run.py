@@ -446,3 +446,20 @@ def test_a_repository_git_cannot_read_is_skipped_and_the_others_go_on(tmp_path: 
     assert "Traceback" not in proc.stderr
     verdicts = [(r["repo"], r["verdict"]) for r in json.loads(proc.stdout)["results"]]
     assert verdicts == [(str(broken.root), "skipped"), (str(fine.root), "pass")]
+
+
+def test_git_variables_from_a_hook_do_not_redirect_the_run(tmp_path: Path) -> None:
+    # Run from inside another repository's git hook, GIT_DIR and friends point elsewhere.
+    other = make_verify_repo(tmp_path / "other")
+    repo = make_verify_repo(tmp_path / "main")
+    repo.add_task(1)
+    repo.commit_all("task")
+    other_head = other.head()
+    env = {"GIT_DIR": str(other.root / ".git"), "GIT_WORK_TREE": str(other.root),
+           "GIT_INDEX_FILE": str(other.root / ".git" / "index")}
+
+    proc = repo.run("run", *TODAY, env=env)
+
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-ok)"
+    assert other.head() == other_head and other.status() == ""

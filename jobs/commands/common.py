@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from datetime import date
 
+from jobs import git
 from jobs.config import Config, load_config, with_repos
 from jobs.errors import EXIT_UNCHECKED, LoopError, UsageError
 from jobs.logs import configure_logging
@@ -24,6 +26,7 @@ def parse_date(text: str, option: str) -> date:
 
 
 def setup(args: argparse.Namespace, *, repos: bool = True) -> Config:
+    git.isolate_environment(os.environ)
     config = load_config(getattr(args, "config", None))
     if repos and getattr(args, "repo", None):
         config = with_repos(config, args.repo)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 
+from jobs import git
 from jobs.commands.common import start_logging
 from jobs.config import load_config
 from jobs.scheduler import serve
@@ -12,6 +14,7 @@ from jobs.scheduler import serve
 def main(args: argparse.Namespace) -> int:
     """Exit 0 after a clean stop (SIGTERM/SIGINT), 2 on a bad configuration, 3 when another
     `serve` already holds the state directory."""
+    git.isolate_environment(os.environ)
     config = load_config(args.config)
     start_logging(config)
     return serve(config)
