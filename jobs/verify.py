@@ -211,10 +211,15 @@ class _RepoRun:
             if problem is not None:
                 self.finish(self.attempt("skipped", reason=problem))
                 return
-            for task in sorted(due, key=lambda c: str(c.task.path)):
+            ordered = sorted(due, key=lambda c: str(c.task.path))
+            for i, task in enumerate(ordered):
                 if self.stop is not None and self.stop.is_set():
                     return
                 if not self.verify(task, scan.config):
+                    if self.summary.results[-1].verdict == "drift":
+                        for rest in ordered[i + 1:]:
+                            self.finish(self.attempt("skipped", task=rest, reason=(
+                                f"not run: {task.task.id}'s recipe left the work tree changed")))
                     return
 
     def report_refused(self, classified: list[eligibility.Classified]) -> None:

@@ -283,7 +283,9 @@ def test_drift_is_recorded_and_stops_the_repository(repo: VerifyRepo) -> None:
     code, data = repo.run_json("run", *TODAY)
 
     assert code == 1
-    assert [(r["task_id"], r["verdict"]) for r in data["results"]] == [("TASK-1", "drift")]
+    assert [(r["task_id"], r["verdict"]) for r in data["results"]] == [("TASK-1", "drift"),
+                                                                       ("TASK-2", "skipped")]
+    assert "TASK-1's recipe left the work tree changed" in data["results"][1]["reason"]
     assert "drifted.txt" in data["results"][0]["reason"]
     # The drift is left alone: never reset, never committed.
     assert (repo.root / "drifted.txt").exists()
