@@ -293,7 +293,8 @@ def test_a_recipe_that_moves_head_is_drift(tmp_path: Path, recipe: str, said: st
     proc = repo.run("run", "--today", "2026-11-30", "--json")
     assert proc.returncode == 1, proc.stderr
     results = json.loads(proc.stdout)["results"]
-    assert [(r["task_id"], r["verdict"]) for r in results] == [("TASK-1", "drift")]
+    assert [(r["task_id"], r["verdict"]) for r in results] == [("TASK-1", "drift"),
+                                                                ("TASK-2", "skipped")]
     assert said in results[0]["reason"]
     # No verdict was committed anywhere, and no task file was touched.
     assert not any(s.startswith("loop-verify:") for s in
