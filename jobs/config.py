@@ -250,6 +250,10 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
         ledger = text("ledger", data["ledger"])
         if "://" not in ledger:
             raise fail("ledger", ledger, "expected an SQLAlchemy URL such as sqlite:///path")
+        sqlite_path = ledger.removeprefix("sqlite:///") if ledger.startswith("sqlite:///") else ""
+        if sqlite_path and not sqlite_path.startswith(("/", ":memory:")):
+            # Like every other path in the file: relative to the config file, not the cwd.
+            ledger = f"sqlite:///{base_dir / sqlite_path}"
     else:
         ledger = f"sqlite:///{state_dir / 'ledger.db'}"
 
@@ -296,7 +300,7 @@ def with_repos(config: Config, paths: Sequence[str | Path]) -> Config:
     for raw in paths:
         p = expand_user(raw, "--repo", "--repo").absolute()
         if not is_work_tree_root(p):
-            raise ConfigError("--repo", "--repo", str(raw), "not a git work tree")
+            raise ConfigError("command line", "--repo", str(raw), "not a git work tree")
         known = next((r for r in config.repos if r.path == p.resolve()), None)
         repos.append(replace(known, path=p.resolve()) if known else RepoConfig(p.resolve()))
     return replace(config, repos=tuple(repos))
@@ -309,6 +313,6 @@ def with_timeout(config: Config, value: str | None) -> Config:
     try:
         seconds = parse_duration(value)
     except ValueError:
-        raise ConfigError("--timeout", "--timeout", value, "bad duration") from None
+        raise ConfigError("command line", "--timeout", value, "bad duration") from None
     return replace(config, timeout=seconds,
                    repos=tuple(replace(r, timeout=None) for r in config.repos))

@@ -55,7 +55,9 @@ def classify(task: Task, config: BacklogConfig, today: date) -> Classified | Non
     if not task.verify_labels and not odd_case:
         return None
     if not config.is_done(task.status):
-        return Classified(task, NOT_DONE, f"status is {task.status!r}, not {config.done_status!r}")
+        only = task.verify_labels[0] if len(task.verify_labels) == 1 else None
+        return Classified(task, NOT_DONE, f"status is {task.status!r}, not {config.done_status!r}",
+                          label=only, label_date=label_date(only) if only else None)
     if odd_case:
         return Classified(task, REFUSED, f"label {odd_case[0]!r} must be written in lower case "
                           "as verify:YYYY-MM-DD")

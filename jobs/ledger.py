@@ -111,6 +111,13 @@ def _from_row(row: sa.Row[Any]) -> Attempt:
     return Attempt(**data)
 
 
+def _first_line(exc: BaseException) -> str:
+    # Driver messages run over several lines (and SQLAlchemy adds a link): keep the one that says
+    # what went wrong.
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
 class LedgerError(LoopError):
     """The ledger cannot be opened or written: nothing may be edited without it."""
 
@@ -134,7 +141,7 @@ class Ledger:
                 if not sa.inspect(self.engine).has_table(attempts.name):
                     raise
         except (SQLAlchemyError, OSError) as exc:
-            raise LedgerError(f"cannot open the ledger {url}: {exc}") from None
+            raise LedgerError(f"cannot open the ledger {url}: {_first_line(exc)}") from None
 
     def close(self) -> None:
         self.engine.dispose()
@@ -147,7 +154,7 @@ class Ledger:
                 assert key is not None
                 attempt.id = int(key[0])
         except SQLAlchemyError as exc:
-            raise LedgerError(f"cannot write the ledger {self.url}: {exc}") from None
+            raise LedgerError(f"cannot write the ledger {self.url}: {_first_line(exc)}") from None
         return attempt
 
     def update(self, attempt: Attempt) -> None:
@@ -157,7 +164,7 @@ class Ledger:
                 conn.execute(attempts.update().where(attempts.c.id == attempt.id)
                              .values(**_row_values(attempt)))
         except SQLAlchemyError as exc:
-            raise LedgerError(f"cannot write the ledger {self.url}: {exc}") from None
+            raise LedgerError(f"cannot write the ledger {self.url}: {_first_line(exc)}") from None
 
     def pending(self, repo: str) -> list[Attempt]:
         """Edits written (or about to be) whose commit was never confirmed, oldest first."""
@@ -180,6 +187,6 @@ class Ledger:
             with self.engine.connect() as conn:
                 rows: Sequence[sa.Row[Any]] = conn.execute(query).fetchall()
         except SQLAlchemyError as exc:
-            raise LedgerError(f"cannot read the ledger {self.url}: {exc}") from None
+            raise LedgerError(f"cannot read the ledger {self.url}: {_first_line(exc)}") from None
         for row in rows:
             yield _from_row(row)

@@ -35,6 +35,7 @@ import ctypes.util
 import functools
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -71,6 +72,11 @@ Outcome = Literal["exited", "timed_out", "interrupted", "error"]
 
 class RecipeError(Exception):
     """`just` cannot be run or its answer cannot be read: an infrastructure fault."""
+
+
+# How a command-line parser (clap, for `just`) rejects the arguments themselves.
+_USAGE_ERROR = re.compile(r"unexpected argument|wasn't expected|invalid value '[^']*' for '--|"
+                          r"unrecognized (option|argument)|^usage:", re.IGNORECASE | re.MULTILINE)
 
 
 class JustfileInvalid(Exception):
@@ -141,6 +147,11 @@ def list_recipes(
         raise RecipeError(f"`{just} --dump` was killed by signal {-proc.returncode}")
     if proc.returncode != 0:
         message = stderr.decode("utf-8", errors="replace").strip()
+        if _USAGE_ERROR.search(message):
+            # `just` did not understand our own command line (an old `just`, or another program
+            # of that name): the infrastructure's fault, which must never reopen a task.
+            raise RecipeError(f"`{just}` rejected `--dump --dump-format json`: "
+                              f"{message.splitlines()[0]}")
         raise JustfileInvalid(message or f"`just --dump` exited {proc.returncode}")
     try:
         dump = json.loads(stdout)

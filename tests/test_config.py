@@ -52,7 +52,7 @@ def test_full_config(tmp_path: Path) -> None:
     cfg.write_text(
         "repos:\n  - path: app\n    branch: trunk\n    timeout: 2h\n  - app\n"
         "timeout: 90s\nkill_grace: 3s\ntimezone: Europe/London\nschedule: '06:05'\n"
-        "state_dir: state\nlog_file: logs/x.jsonl\nledger: sqlite:///tmp/l.db\n")
+        "state_dir: state\nlog_file: logs/x.jsonl\nledger: sqlite:////tmp/l.db\n")
     config = load_config(cfg, env={})
     assert [r.path for r in config.repos] == [app.resolve(), app.resolve()]
     assert config.repos[0].branch == "trunk" and config.repos[1].branch == "main"
@@ -63,7 +63,7 @@ def test_full_config(tmp_path: Path) -> None:
     assert config.timezone_name == "Europe/London"
     assert config.state_dir == tmp_path / "state"
     assert config.log_file == tmp_path / "logs" / "x.jsonl"
-    assert config.ledger == "sqlite:///tmp/l.db"
+    assert config.ledger == "sqlite:////tmp/l.db"
 
 
 def test_defaults_and_search_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

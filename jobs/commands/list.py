@@ -8,12 +8,15 @@ from typing import Any
 
 from jobs import backlog, eligibility
 from jobs.commands.common import parse_date, setup
-from jobs.errors import EXIT_OK, EXIT_UNCHECKED
+from jobs.errors import EXIT_OK, EXIT_UNCHECKED, UsageError
 from jobs.verify import one_line, today_in
 
 
 def main(args: argparse.Namespace) -> int:
     config = setup(args)
+    if not config.repos:
+        raise UsageError("no repositories to list: name them under `repos:` in the "
+                         "configuration or pass --repo PATH")
     today = parse_date(args.today, "--today") if args.today else today_in(config)
     rows: list[dict[str, Any]] = []
     problems: list[dict[str, Any]] = []
