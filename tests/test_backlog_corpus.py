@@ -1,4 +1,4 @@
-"""Round trips over real Backlog.md repositories (/work/shared/corpora/backlog/<owner__name>/).
+"""Round trips over real Backlog.md repositories (../shared/corpora/backlog/<owner__name>/).
 
 Every task file the reader accepts must survive a no-op edit byte for byte, and removing one of its
 labels must change only that label's line(s) (the whole `labels:` line for a flow list, `labels:
@@ -32,7 +32,7 @@ from jobs.backlog import (
     set_updated_date,
 )
 
-CORPORA = Path("/work/shared/corpora/backlog")
+CORPORA = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora" / "backlog"
 WHEN = datetime(2026, 11, 30, 7, 30, tzinfo=UTC)
 EXPECTED = {"repos": 9, "tasks": 2913, "errors": 3}
 EXPECTED_ERRORS = Counter({"no frontmatter": 3})

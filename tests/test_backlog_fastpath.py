@@ -30,7 +30,7 @@ from jobs.backlog import (
 )
 
 FIXTURES = Path(__file__).resolve().parent.parent / "backlog-fixtures"
-CORPORA = Path("/work/shared/corpora/backlog")
+CORPORA = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora" / "backlog"
 
 
 def yaml_view(fm: str) -> dict[str, Any] | None:
