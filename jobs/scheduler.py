@@ -26,7 +26,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime, tzinfo
 from pathlib import Path
 from types import FrameType
@@ -258,7 +258,10 @@ def serve(config: Config, *, job: JobFunc = run_daily_verification,
     """
     trigger = trigger or daily_trigger(config)
     config_path = str(config.source.resolve()) if config.source is not None else None
-    with serve_lock(config.state_dir):
+    held = ExitStack()
+    with _state_dir_errors(config.state_dir):
+        held.enter_context(serve_lock(config.state_dir))
+    with held:
         stop.clear()
         STOP.clear()
         previous = _install_handlers(stop) if install_signal_handlers else {}
@@ -270,17 +273,54 @@ def serve(config: Config, *, job: JobFunc = run_daily_verification,
                 signal.signal(signum, handler)
 
 
-def _serve_locked(config: Config, trigger: CronTrigger, job: JobFunc, kwargs: dict[str, Any],
-                  stop: threading.Event,
-                  on_ready: Callable[[datetime | None], None] | None) -> int:
+@contextmanager
+def _state_dir_errors(state_dir: Path) -> Iterator[None]:
+    """A state directory or job store that cannot be opened stops `serve` with one line (exit 3,
+    as an unwritable state_dir does for `run`), not a traceback."""
+    try:
+        yield
+    except OSError as exc:
+        where = f" ({exc.filename})" if exc.filename and str(exc.filename) != str(state_dir) else ""
+        raise LoopError(f"cannot use the state directory {state_dir}: {exc.strerror or exc}{where}",
+                        EXIT_UNCHECKED) from None
+    except sa.exc.SQLAlchemyError as exc:
+        reason = getattr(exc, "orig", None) or exc
+        raise LoopError(f"cannot open the scheduler's job store {scheduler_db_path(state_dir)}: "
+                        f"{reason} (move the file aside to start afresh)",
+                        EXIT_UNCHECKED) from None
+
+
+def _start_paused(config: Config, trigger: CronTrigger, job: JobFunc,
+                  kwargs: dict[str, Any], now: datetime) -> tuple[_Scheduler, datetime | None]:
+    """The scheduler started paused with its job in place; on a store that cannot be opened it
+    is left stopped and the error is raised."""
     scheduler = build_scheduler(config)
     scheduler.add_listener(_on_event(trigger),
                            EVENT_JOB_EXECUTED | EVENT_JOB_ERROR | EVENT_JOB_MISSED)
-    scheduler.start(paused=True)
     try:
-        now = datetime.now(UTC)
-        next_run = ensure_job(scheduler, trigger, job, kwargs, state_dir=config.state_dir,
-                              now=now)
+        scheduler.start(paused=True)
+    except BaseException:
+        # start() fails before the scheduler counts as running; close what it opened.
+        for executor in scheduler._executors.values():
+            executor.shutdown(wait=False)
+        for store in scheduler._jobstores.values():
+            store.shutdown()
+        raise
+    try:
+        return scheduler, ensure_job(scheduler, trigger, job, kwargs,
+                                     state_dir=config.state_dir, now=now)
+    except BaseException:
+        scheduler.shutdown(wait=False)
+        raise
+
+
+def _serve_locked(config: Config, trigger: CronTrigger, job: JobFunc, kwargs: dict[str, Any],
+                  stop: threading.Event,
+                  on_ready: Callable[[datetime | None], None] | None) -> int:
+    now = datetime.now(UTC)
+    with _state_dir_errors(config.state_dir):
+        scheduler, next_run = _start_paused(config, trigger, job, kwargs, now)
+    try:
         _log.info("scheduler.started", job_id=JOB_ID, schedule=config.schedule_text,
                   timezone=str(trigger.timezone), state_dir=str(config.state_dir))
         if next_run is not None and next_run <= now:
