@@ -51,3 +51,52 @@ def test_serve_on_an_unusable_state_dir_is_one_line_exit_3(tmp_path: Path, damag
     assert str(state) in lines[0]
     if damage == "garbage job store":
         assert (state / "scheduler.db").read_text() == "garbage, not SQLite\n"  # left for the user
+
+
+def loop_verify(home: Path, *args: str, xdg: Path | None = None
+                ) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
+           "XDG_RUNTIME_DIR": str(home / "no-runtime")}
+    if xdg is not None:
+        env["XDG_CONFIG_HOME"] = str(xdg)
+    return subprocess.run([sys.executable, "-m", "jobs.main", *args], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=30, check=False)
+
+
+def assert_one_line_failure(done: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    for word in words:
+        assert word in lines[0]
+
+
+def test_install_where_a_folder_cannot_be_made_is_one_line_exit_1(tmp_path: Path) -> None:
+    blocker = tmp_path / "a file"
+    blocker.write_text("in the way\n")
+    config = write_config(tmp_path, tmp_path / "state")
+    # HOME is a file: ~/Library/LaunchAgents cannot be made.
+    done = loop_verify(blocker, "install", "launchagent", "--config", str(config))
+    assert_one_line_failure(done, "install launchagent", str(blocker))
+    # XDG_CONFIG_HOME is a file: systemd/user cannot be made.
+    done = loop_verify(tmp_path, "install", "systemd", "--config", str(config), xdg=blocker)
+    assert_one_line_failure(done, "install systemd", str(blocker))
+    # The log directory (for StandardOutPath) cannot be made: nothing is written.
+    config.write_text(json.dumps({"state_dir": str(tmp_path / "state"),
+                                  "log_file": str(blocker / "loop-jobs.jsonl")}))
+    done = loop_verify(tmp_path, "install", "launchagent", "--config", str(config))
+    assert_one_line_failure(done, "install launchagent", str(blocker))
+    assert not (tmp_path / "Library" / "LaunchAgents" / "dev.loop-jobs.verify.plist").exists()
+
+
+def test_uninstall_that_cannot_remove_is_one_line_exit_1(tmp_path: Path) -> None:
+    in_the_way = tmp_path / "Library" / "LaunchAgents" / "dev.loop-jobs.verify.plist"
+    in_the_way.mkdir(parents=True)
+    done = loop_verify(tmp_path, "uninstall", "launchagent")
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    # (Linux says "Is a directory", macOS "Operation not permitted".)
+    [line] = done.stderr.splitlines()
+    assert line.startswith("loop-verify: uninstall launchagent: ")
+    assert line.endswith(f": {in_the_way}")
