@@ -144,9 +144,11 @@ def next_fire_time(hour: int, minute: int, zone: tzinfo, now: datetime) -> datet
 
 
 def _machine_zone() -> tzinfo:
-    from tzlocal import get_localzone
+    from jobs.scheduler import machine_zone
 
-    return get_localzone()
+    here = datetime.now().astimezone().tzinfo
+    assert here is not None
+    return machine_zone(here)
 
 
 def launchd_time(config: Config, *, now: datetime | None = None,

@@ -81,9 +81,30 @@ def schedule_zone(config: Config) -> tzinfo:
     """
     if config.timezone_name is not None:
         return config.timezone
+    zone = machine_zone(config.timezone)
+    if zone is config.timezone:
+        _log.warning("scheduler.local_zone_unnamed", fallback=str(zone),
+                     hint="set `timezone:` in the configuration to follow daylight saving time")
+    return zone
+
+
+def machine_zone(fallback: tzinfo) -> tzinfo:
+    """The machine's named zone (DST-aware), or `fallback` when $TZ names none.
+
+    tzlocal refuses a POSIX $TZ such as `UTC0` or an unknown name, and reads `TZ=:/etc/localtime`
+    into a zone that cannot be pickled into the job store; a zone rebuilt from its key can.
+    """
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
     from tzlocal import get_localzone
 
-    return get_localzone()
+    try:
+        key = getattr(get_localzone(), "key", None)
+        if key:
+            return ZoneInfo(key)
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        pass
+    return fallback
 
 
 def daily_trigger(config: Config) -> CronTrigger:

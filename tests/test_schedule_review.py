@@ -4,6 +4,8 @@ hand."""
 from __future__ import annotations
 
 import json
+import plistlib
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -100,3 +102,42 @@ def test_uninstall_that_cannot_remove_is_one_line_exit_1(tmp_path: Path) -> None
     [line] = done.stderr.splitlines()
     assert line.startswith("loop-verify: uninstall launchagent: ")
     assert line.endswith(f": {in_the_way}")
+
+
+@pytest.mark.parametrize("tz", ["UTC0", ":/etc/localtime", "No/Such_Zone"])
+def test_serve_without_timezone_starts_under_any_tz_variable(tmp_path: Path, tz: str) -> None:
+    # A POSIX $TZ or an unknown name made tzlocal raise; `:/etc/localtime` gave a zone the job
+    # store could not pickle. Either way `serve` died with a traceback before scheduling anything.
+    config = write_config(tmp_path, tmp_path / "state")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8", "TZ": tz}
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "jobs.main", "serve", "--config", str(config)], cwd=REPO_ROOT,
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert daemon.stdout is not None
+        first = daemon.stdout.readline()
+        assert first.startswith("loop-verify serve: daily at 07:30"), first
+        daemon.send_signal(signal.SIGTERM)
+        out, err = daemon.communicate(timeout=20)
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+    assert daemon.returncode == 0, err
+    assert "Traceback" not in err
+    assert "stopped" in out
+
+
+def test_install_launchagent_converts_the_zone_under_a_posix_tz(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(json.dumps({"schedule": "07:30", "timezone": "America/New_York",
+                                  "state_dir": str(tmp_path / "state")}))
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8", "TZ": "UTC0"}
+    done = subprocess.run([sys.executable, "-m", "jobs.main", "install", "launchagent",
+                           "--print", "--config", str(config)], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, done.stderr
+    plist = plistlib.loads(done.stdout.encode())
+    # 07:30 in New York is 12:30 UTC in winter, 11:30 in summer.
+    assert plist["StartCalendarInterval"] in ({"Hour": 12, "Minute": 30},
+                                              {"Hour": 11, "Minute": 30})
