@@ -116,9 +116,9 @@ def test_serve_without_timezone_starts_under_any_tz_variable(tmp_path: Path, tz:
     try:
         assert daemon.stdout is not None
         first = daemon.stdout.readline()
-        assert first.startswith("loop-verify serve: daily at 07:30"), first
         daemon.send_signal(signal.SIGTERM)
-        out, err = daemon.communicate(timeout=20)
+        out, err = daemon.communicate(timeout=30)
+        assert first.startswith("loop-verify serve: daily at 07:30"), (first, out, err)
     finally:
         if daemon.poll() is None:
             daemon.kill()
