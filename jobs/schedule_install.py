@@ -114,6 +114,20 @@ def agent_path_env(path: str | None = None) -> str:
     return ":".join(dict.fromkeys(dirs))
 
 
+def tools_not_on(path_env: str) -> list[str]:
+    """Which of `just` and `git` a scheduled job started with this PATH would not find."""
+    return [tool for tool in ("just", "git") if shutil.which(tool, path=path_env) is None]
+
+
+def _warn_tools(target: Target) -> None:
+    # Still installed: the user may add the tool later; doctor keeps failing until then.
+    lost = tools_not_on(target.path_env)
+    if lost:
+        print(f"loop-verify: warning: the scheduled job's PATH ({target.path_env}) finds no "
+              f"{' and no '.join(lost)}; install it there or every verification fails",
+              file=sys.stderr)
+
+
 def install_target(config: Config, *, program: Path | None = None,
                    home: Path | None = None, path_env: str | None = None) -> Target:
     if config.source is None:
@@ -317,6 +331,7 @@ def install_launchagent(config: Config, *, print_only: bool = False, out: Output
                         target: Target | None = None) -> int:
     target = target or install_target(config)
     data = render_plist(launchagent_plist(config, target))
+    _warn_tools(target)
     if print_only:
         out(data.decode("utf-8").rstrip("\n"))
         return 0
@@ -374,6 +389,7 @@ def install_systemd(config: Config, *, print_only: bool = False, out: Output = p
                     target: Target | None = None, env: Mapping[str, str] | None = None) -> int:
     target = target or install_target(config)
     units = systemd_units(config, target)
+    _warn_tools(target)
     directory = systemd_user_dir(env)
     if print_only:
         for name, text in units.items():
@@ -458,6 +474,10 @@ def launchagent_check(config: Config, *, now: datetime | None = None) -> Check |
         if plist.get("StandardOutPath") else None
     missing = _missing({"program": Path(args[0]) if args else None, "config": config_arg,
                         "log directory": log_dir})
+    env = plist.get("EnvironmentVariables")
+    path_env = env.get("PATH") if isinstance(env, dict) else None
+    missing += [f"{tool} on its PATH" for tool in tools_not_on(
+        path_env if isinstance(path_env, str) else "")]
     detail = f"{path}: next run {_fmt(nxt)}"
     if missing:
         return Check(name, False, f"{detail}; missing: {', '.join(missing)}",
@@ -484,6 +504,18 @@ def _timer_state(env: Mapping[str, str] | None) -> tuple[str, datetime | None] |
     except ValueError:
         nxt = None
     return props.get("ActiveState", "unknown"), nxt
+
+
+def _unit_path_env(settings: Mapping[str, str]) -> str:
+    """The PATH an `Environment="PATH=…"` line written by `_systemd_env` gives the service."""
+    try:
+        words = shlex.split(settings.get("Environment", ""))
+    except ValueError:
+        return ""
+    for word in words:
+        if word.startswith("PATH="):
+            return word.removeprefix("PATH=").replace("%%", "%")
+    return ""
 
 
 def systemd_check(config: Config, *, now: datetime | None = None,
@@ -520,6 +552,7 @@ def systemd_check(config: Config, *, now: datetime | None = None,
     config_arg = Path(args[args.index("--config") + 1]) if "--config" in args[:-1] else None
     missing = _missing({"program": Path(args[0]) if args else None, "config": config_arg,
                         "log directory": config.log_file.parent})
+    missing += [f"{tool} on its PATH" for tool in tools_not_on(_unit_path_env(svc))]
     detail = f"{timer}: {when}"
     if missing:
         return Check(name, False, f"{detail}; missing: {', '.join(missing)}", fix)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import plistlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -12,7 +13,20 @@ from pathlib import Path
 
 import pytest
 
+from jobs.config import load_config
+from jobs.schedule_install import (
+    install_launchagent,
+    install_systemd,
+    install_target,
+    launchagent_path,
+    launchagent_plist,
+    render_plist,
+    scheduler_checks,
+)
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
+TOOLS_PATH = ":".join(dict.fromkeys(
+    [str(Path(str(shutil.which(t))).parent) for t in ("just", "git")] + ["/usr/bin", "/bin"]))
 
 
 def serve_once(config: Path, home: Path) -> subprocess.CompletedProcess[str]:
@@ -57,7 +71,8 @@ def test_serve_on_an_unusable_state_dir_is_one_line_exit_3(tmp_path: Path, damag
 
 def loop_verify(home: Path, *args: str, xdg: Path | None = None
                 ) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
+    # A PATH that finds just and git, so install warns about nothing.
+    env = {"PATH": TOOLS_PATH, "HOME": str(home), "LANG": "C.UTF-8",
            "XDG_RUNTIME_DIR": str(home / "no-runtime")}
     if xdg is not None:
         env["XDG_CONFIG_HOME"] = str(xdg)
@@ -141,3 +156,39 @@ def test_install_launchagent_converts_the_zone_under_a_posix_tz(tmp_path: Path) 
     # 07:30 in New York is 12:30 UTC in winter, 11:30 in summer.
     assert plist["StartCalendarInterval"] in ({"Hour": 12, "Minute": 30},
                                               {"Hour": 11, "Minute": 30})
+
+
+def test_a_scheduled_path_without_just_is_warned_at_install_and_failed_by_doctor(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "no-runtime"))
+    (tmp_path / "log").mkdir()
+    config = load_config(write_config(tmp_path, tmp_path / "state"))
+    program = REPO_ROOT / ".venv" / "bin" / "loop-verify"
+    # A PATH with git (the system's) but no just: the agent would fail every recipe.
+    git_dir = str(Path(str(shutil.which("git"))).parent)
+    assert shutil.which("just", path=git_dir) is None
+    target = install_target(config, program=program, path_env=git_dir)
+
+    assert install_launchagent(config, target=target, print_only=True) == 0
+    assert install_systemd(config, target=target) == 0
+    err = capsys.readouterr().err
+    assert err.count("finds no just;") == 2
+
+    launchagent_path().parent.mkdir(parents=True)
+    launchagent_path().write_bytes(render_plist(launchagent_plist(config, target)))
+    checks = scheduler_checks(config)
+    assert [c.name for c in checks] == ["scheduler: LaunchAgent", "scheduler: systemd timer"]
+    for check in checks:
+        assert not check.ok and "missing: just on its PATH" in check.detail, check
+
+    # Installed with the PATH found now (which has just): both pass.
+    good = install_target(config, program=program)
+    launchagent_path().write_bytes(render_plist(launchagent_plist(config, good)))
+    assert install_systemd(config, target=good) == 0
+    assert "finds no" not in capsys.readouterr().err
+    assert all(c.ok for c in scheduler_checks(config)), scheduler_checks(config)
