@@ -222,7 +222,6 @@ def launchagent_plist(config: Config, target: Target, *, hour_minute: tuple[int,
         "HOME": str(target.working_dir), "LOG_DIR": str(target.log_dir)})
     hour, minute = hour_minute or launchd_time(config)
     plist["StartCalendarInterval"] = {"Hour": hour, "Minute": minute}
-    plist["ExitTimeOut"] = int(config.kill_grace) + STOP_MARGIN
     _unfilled(repr(plist), str(template))
     return plist
 
