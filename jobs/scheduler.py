@@ -22,9 +22,12 @@ Why it is built the way it is (each point is a trap APScheduler 3.x sets for a d
 
 from __future__ import annotations
 
+import os
+import select
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from datetime import UTC, datetime, tzinfo
@@ -57,6 +60,7 @@ SCHEDULER_DB = "scheduler.db"
 SERVE_LOCK = "serve.lock"
 # How often the main thread wakes the scheduler loop so time lost in sleep is noticed.
 WAKE_INTERVAL = 60.0
+POLL_INTERVAL = 0.5  # how soon the main loop notices a stop
 
 EXIT_SERVE_BUSY = EXIT_UNCHECKED
 
@@ -285,13 +289,13 @@ def serve(config: Config, *, job: JobFunc = run_daily_verification,
     with held:
         stop.clear()
         STOP.clear()
-        previous = _install_handlers(stop) if install_signal_handlers else {}
+        signals = _SignalPipe() if install_signal_handlers else None
         try:
             return _serve_locked(config, trigger, job, {"config_path": config_path}, stop,
-                                 on_ready)
+                                 on_ready, signals)
         finally:
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+            if signals is not None:
+                signals.close()
 
 
 @contextmanager
@@ -337,7 +341,8 @@ def _start_paused(config: Config, trigger: CronTrigger, job: JobFunc,
 
 def _serve_locked(config: Config, trigger: CronTrigger, job: JobFunc, kwargs: dict[str, Any],
                   stop: threading.Event,
-                  on_ready: Callable[[datetime | None], None] | None) -> int:
+                  on_ready: Callable[[datetime | None], None] | None,
+                  signals: _SignalPipe | None = None) -> int:
     now = datetime.now(UTC)
     with _state_dir_errors(config.state_dir):
         scheduler, next_run = _start_paused(config, trigger, job, kwargs, now)
@@ -356,8 +361,17 @@ def _serve_locked(config: Config, trigger: CronTrigger, job: JobFunc, kwargs: di
             on_ready(next_run)
         if not stop.is_set():
             scheduler.resume()
-        while not stop.wait(WAKE_INTERVAL):
-            scheduler.wakeup()
+        next_wake = time.monotonic() + WAKE_INTERVAL
+        while not stop.is_set():
+            if signals is not None:
+                if signals.wait(POLL_INTERVAL):
+                    stop.set()  # here in the loop, never inside a signal handler
+                    break
+            else:
+                stop.wait(POLL_INTERVAL)
+            if time.monotonic() >= next_wake:
+                scheduler.wakeup()
+                next_wake = time.monotonic() + WAKE_INTERVAL
         _log.info("scheduler.stopping", job_id=JOB_ID)
         STOP.set()  # the running verification, if any, stops its recipe and returns
     finally:
@@ -368,17 +382,47 @@ def _serve_locked(config: Config, trigger: CronTrigger, job: JobFunc, kwargs: di
     return 0
 
 
-def _install_handlers(stop: threading.Event) -> dict[int, Any]:
-    def handler(signum: int, frame: FrameType | None) -> None:
-        if not stop.is_set():
-            print(f"loop-verify serve: {signal.Signals(signum).name}, stopping", file=sys.stderr,
-                  flush=True)
-        stop.set()
+class _SignalPipe:
+    """SIGTERM and SIGINT reach the main loop as bytes on a pipe (`signal.set_wakeup_fd`).
 
-    previous: dict[int, Any] = {}
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        previous[signum] = signal.signal(signum, handler)
-    return previous
+    The Python-level handler does nothing: a handler that set a `threading.Event` could run while
+    the interrupted main thread held that very Event's lock (inside `Event.wait`) and deadlock the
+    daemon on its way out.
+    """
+
+    def __init__(self) -> None:
+        self.read_fd, self.write_fd = os.pipe()
+        for fd in (self.read_fd, self.write_fd):
+            os.set_blocking(fd, False)
+        self.previous_fd = signal.set_wakeup_fd(self.write_fd)
+        self.previous: dict[int, Any] = {
+            signum: signal.signal(signum, _ignore_here) for signum in (signal.SIGTERM,
+                                                                       signal.SIGINT)}
+
+    def wait(self, timeout: float) -> bool:
+        """Whether a stop signal arrived within `timeout` seconds."""
+        ready, _, _ = select.select([self.read_fd], [], [], timeout)
+        if not ready:
+            return False
+        try:
+            data = os.read(self.read_fd, 64)
+        except BlockingIOError:
+            return False
+        names = [signal.Signals(b).name for b in data if b in (signal.SIGTERM, signal.SIGINT)]
+        if names:
+            print(f"loop-verify serve: {names[0]}, stopping", file=sys.stderr, flush=True)
+        return bool(names)
+
+    def close(self) -> None:
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+        signal.set_wakeup_fd(self.previous_fd)
+        os.close(self.read_fd)
+        os.close(self.write_fd)
+
+
+def _ignore_here(signum: int, frame: FrameType | None) -> None:
+    """The signal is handled by the main loop through the wakeup pipe."""
 
 
 def stored_next_run(state_dir: Path) -> datetime | None:
