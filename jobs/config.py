@@ -157,7 +157,22 @@ def load_config(explicit: str | Path | None = None,
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(path, "config", data, "the file must hold a mapping of keys")
+    schedule_text = _plain_text(node, "schedule")
+    if schedule_text is not None and isinstance(data.get("schedule"), int):
+        # YAML 1.1 reads an unquoted 07:30 as the sexagesimal 450, and 0730 as octal: judge
+        # the time by what the file says, not by the number a loader made of it.
+        data["schedule"] = schedule_text
     return _build(path, data, _key_lines(node), env)
+
+
+def _plain_text(node: yaml.Node | None, key: str) -> str | None:
+    """The text of a top-level unquoted scalar, exactly as written in the file."""
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if (key_node.value == key and isinstance(value_node, yaml.ScalarNode)
+                    and value_node.style is None):
+                return str(value_node.value)
+    return None
 
 
 def _key_lines(node: yaml.Node | None) -> dict[str, int]:
@@ -233,14 +248,10 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
     schedule = DEFAULT_SCHEDULE
     if "schedule" in data:
         raw = data["schedule"]
-        # YAML 1.1 reads an unquoted 07:30 as the sexagesimal integer 450.
-        if isinstance(raw, int) and not isinstance(raw, bool) and 0 <= raw < 24 * 60:
-            schedule = (raw // 60, raw % 60)
-        else:
-            m = _SCHEDULE.match(raw) if isinstance(raw, str) else None
-            if not m:
-                raise fail("schedule", raw, 'expected a daily time such as "07:30"')
-            schedule = (int(m.group(1)), int(m.group(2)))
+        m = _SCHEDULE.match(raw) if isinstance(raw, str) else None
+        if not m:
+            raise fail("schedule", raw, 'expected a daily time such as "07:30"')
+        schedule = (int(m.group(1)), int(m.group(2)))
 
     state_dir = (local_path("state_dir", data["state_dir"]) if "state_dir" in data
                  else default_state_dir(env))

@@ -94,8 +94,14 @@ def test_defaults_and_search_order(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
 def test_unquoted_schedule_reads_as_a_time(tmp_path: Path) -> None:
     cfg = tmp_path / "c.yaml"
-    cfg.write_text("schedule: 07:30\n")  # YAML 1.1 sexagesimal: 450
-    assert load_config(cfg, env={}).schedule == (7, 30)
+    for text, expected in [("07:30", (7, 30)), ("7:05", (7, 5)), ("23:59", (23, 59))]:
+        cfg.write_text(f"schedule: {text}\n")  # YAML 1.1 sexagesimal: 450 for 07:30
+        assert load_config(cfg, env={}).schedule == expected
+    # Numbers a loader would turn into some other time are refused, not guessed at.
+    for text in ("0730", "730", "7", "24:00", "7:5"):
+        cfg.write_text(f"schedule: {text}\n")
+        with pytest.raises(ConfigError, match="schedule"):
+            load_config(cfg, env={})
 
 
 @pytest.mark.parametrize(("text", "key", "line"), [
