@@ -465,3 +465,20 @@ def test_git_variables_from_a_hook_do_not_redirect_the_run(tmp_path: Path) -> No
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-ok)"
     assert other.head() == other_head and other.status() == ""
+
+
+def test_timeout_option_overrides_the_configured_limit(tmp_path: Path) -> None:
+    repo = make_verify_repo(tmp_path, timeout="10m",
+                            extra_config={"repos": [{"path": str(tmp_path / "app"),
+                                                     "timeout": "10m"}]})
+    task = repo.add_task(1, notes="verify-cmd: just verify-slow")
+    repo.commit_all("task")
+
+    proc = repo.run("run", *TODAY, "--timeout", "1s")
+
+    assert proc.returncode == 1, proc.stderr
+    assert "`just verify-slow` timed out after 1s" in task.read_text()
+    [attempt] = repo.history()
+    assert attempt["verdict"] == "timeout" and attempt["duration"] < 5
+    bad = repo.run("run", *TODAY, "--timeout", "soon")
+    assert bad.returncode == 2 and "--timeout" in bad.stderr
