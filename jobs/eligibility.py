@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime, tzinfo
 
-from jobs.backlog import BacklogConfig, Task
+from jobs.task import BacklogConfig, Task
 
 DUE, WAITING, REFUSED, NOT_DONE = "due", "waiting", "refused", "not done"
 
@@ -17,6 +17,11 @@ _COMMAND = re.compile(r"verify-cmd: just (verify-[A-Za-z0-9][A-Za-z0-9_-]*)", re
 # Every id the Backlog CLI makes (TASK-12, task-3.1, BACK-7, task-epic-2.1) and nothing that could
 # carry a second line.
 _TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*", re.ASCII)
+
+
+def today_in(zone: tzinfo) -> date:
+    """Today's date in the configured time zone (rule 3's "today")."""
+    return datetime.now(zone).date()
 
 
 @dataclass(frozen=True)

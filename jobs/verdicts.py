@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from jobs import backlog
+from jobs import backlog_edit
 from jobs.config import format_duration
 
 PASS, FAIL, TIMEOUT = "pass", "fail", "timeout"
@@ -37,7 +37,7 @@ def commit_message(task_id: str, outcome: Outcome) -> str:
 
 
 def _safe_line(line: str) -> str:
-    # Marker text and verify-cmd look-alikes are defused by backlog.append_notes itself.
+    # Marker text and verify-cmd look-alikes are defused by backlog_edit.append_notes itself.
     return _CONTROL.sub("\ufffd", line.rstrip("\r"))
 
 
@@ -80,9 +80,9 @@ def apply(data: bytes, outcome: Outcome, label: str, reopen_status: str,
           at: datetime) -> bytes:
     """The task file's new bytes for this verdict; only what the verdict must change."""
     if outcome.verdict == PASS:
-        data = backlog.remove_label(data, label)
+        data = backlog_edit.remove_label(data, label)
     else:
-        data = backlog.set_status(data, reopen_status)
-        data = backlog.add_label(data, FAILED_LABEL)
-        data = backlog.append_notes(data, failure_summary(outcome, at))
-    return backlog.set_updated_date(data, at)
+        data = backlog_edit.set_status(data, reopen_status)
+        data = backlog_edit.add_label(data, FAILED_LABEL)
+        data = backlog_edit.append_notes(data, failure_summary(outcome, at))
+    return backlog_edit.set_updated_date(data, at)

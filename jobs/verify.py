@@ -11,7 +11,6 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
-import re
 import threading
 import uuid
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from jobs.errors import EXIT_FAILED, EXIT_OK, EXIT_UNCHECKED
 from jobs.fsutil import LockBusy, atomic_write, exclusive_lock
 from jobs.ledger import Attempt, Ledger
 from jobs.logs import get_logger
+from jobs.output import format_line, repo_name, repo_names, shown
 
 log = get_logger("loop-verify")
 
@@ -43,6 +43,8 @@ class RunSummary:
     today: date
     dry_run: bool
     results: list[Attempt] = field(default_factory=list)
+    # How each repository is named in output: two may share a folder name.
+    repo_names: dict[str, str] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:
@@ -56,7 +58,7 @@ class RunSummary:
 
 
 def today_in(config: Config) -> date:
-    return datetime.now(config.timezone).date()
+    return eligibility.today_in(config.timezone)
 
 
 def new_run_id() -> str:
@@ -78,7 +80,8 @@ def run_once(config: Config, *, today: date | None = None, stop: threading.Event
              printer: Printer | None = None, ticker: Ticker | None = None,
              dry_run: bool = False, just: str = "just") -> RunSummary:
     """Verify every due task of every configured repository once."""
-    summary = RunSummary(new_run_id(), today or today_in(config), dry_run)
+    summary = RunSummary(new_run_id(), today or today_in(config), dry_run,
+                         repo_names=repo_names(str(r.path) for r in config.repos))
     ledger = None if dry_run else Ledger(config.ledger)
     if not dry_run:
         swept = runner.sweep_abandoned()
@@ -155,7 +158,8 @@ class _RepoRun:
                             output=result.output_path, commit=result.commit_sha,
                             label_date=result.label_date)
         if self.printer is not None:
-            self.printer(format_line(result, dry_run=self.summary.dry_run))
+            self.printer(format_line(result, dry_run=self.summary.dry_run,
+                                     names=self.summary.repo_names))
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -243,7 +247,8 @@ class _RepoRun:
             # Reported, never recorded: a dry run is neither a pass nor a failure.
             self.summary.results.append(self.attempt("would-run", task=task))
             if self.printer is not None:
-                self.printer(f"would run  {self.root.name} {task.task.id}: just {task.recipe}")
+                name = repo_name(str(self.root), self.summary.repo_names)
+                self.printer(f"would run  {name} {task.task.id}: just {task.recipe}")
             log.info("dryrun.would_run", repo=str(self.root), task=task.task.id,
                      recipe=task.recipe)
 
@@ -534,12 +539,6 @@ class _RepoRun:
         self.finish(result, recorded=True)
 
 
-def shown(text: str) -> str:
-    """Text that any UTF-8 sink takes: undecodable bytes of a file name (kept by the OS and by
-    git's output as surrogates) written as `\\xff`."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-
-
 def storable(result: Attempt) -> Attempt:
     """The attempt with its free-text fields fit for the ledger, the terminal and the log.
 
@@ -551,31 +550,3 @@ def storable(result: Attempt) -> Attempt:
         if value is not None:
             setattr(result, name, shown(value))
     return result
-
-
-_LINE_BREAKING = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")
-
-
-def one_line(text: str) -> str:
-    """Text for one line of output: control characters and line separators shown escaped.
-
-    Ids, reasons and paths come from task files; none may start a line of its own, and a file
-    name that is not UTF-8 must not make printing fail on a strict UTF-8 stdout.
-    """
-    return _LINE_BREAKING.sub(lambda m: repr(m.group())[1:-1], shown(text))
-
-
-def format_line(result: Attempt, *, dry_run: bool = False) -> str:
-    repo = os.path.basename(result.repo)
-    what = f"{repo} {result.task_id}" if result.task_id else repo
-    parts = [f"{result.verdict:<8} {what}"]
-    if result.recipe:
-        parts.append(f"just {result.recipe}")
-    if result.duration is not None:
-        parts.append(f"{result.duration:.1f}s")
-    line = "  ".join(parts)
-    if result.reason:
-        line += f": {result.reason}"
-    if result.commit_sha:
-        line += f" [{result.commit_sha[:10]}]"
-    return one_line(line)

@@ -15,19 +15,21 @@ from jobs.backlog import (
     BacklogError,
     TaskEditError,
     TaskParseError,
-    add_label,
-    append_notes,
     id_key,
     parse_task,
     read_config,
     read_task,
-    remove_label,
     scan,
-    set_status,
-    set_updated_date,
     write_task,
 )
-from jobs.backlog_edit import yaml_scalar
+from jobs.backlog_edit import (
+    add_label,
+    append_notes,
+    remove_label,
+    set_status,
+    set_updated_date,
+    yaml_scalar,
+)
 
 WHEN = datetime(2026, 11, 30, 7, 31, 12, tzinfo=UTC)
 

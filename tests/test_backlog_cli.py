@@ -24,15 +24,11 @@ from backlog_helpers import backlog_cli, git, run_cli
 from jobs.backlog import (
     Scan,
     Task,
-    add_label,
-    append_notes,
     read_task,
-    remove_label,
     scan,
-    set_status,
-    set_updated_date,
     write_task,
 )
+from jobs.backlog_edit import add_label, append_notes, remove_label, set_status, set_updated_date
 
 SUMMARY = ("verify-failed 2026-11-30T07:30:12Z: `just verify-disk` exited 1 after 12.4s "
            "(timeout 30m)\nlast lines of output:\n    disk usage 97% > 90%\n    it's \"bad\" "

@@ -24,13 +24,10 @@ import pytest
 from jobs.backlog import (
     FRONTMATTER_RE,
     Task,
-    add_label,
     parse_task,
-    remove_label,
     scan,
-    set_status,
-    set_updated_date,
 )
+from jobs.backlog_edit import add_label, remove_label, set_status, set_updated_date
 
 CORPORA = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora" / "backlog"
 WHEN = datetime(2026, 11, 30, 7, 30, tzinfo=UTC)

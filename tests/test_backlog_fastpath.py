@@ -1,6 +1,6 @@
 """The scan's fast frontmatter reader must say exactly what the YAML loader says, or step aside.
 
-`_fast_frontmatter` / `_fast_fields` recognise the simple YAML subset the CLI writes and return
+`fast_frontmatter` / `fast_fields` recognise the simple YAML subset the CLI writes and return
 None for anything else; `split_frontmatter` replaces the lazy FRONTMATTER_RE. Checked on generated
 text built from the characters and shapes that matter to YAML, on the committed fixtures and on
 the real corpora (where the fast path must cover nearly every file, or the scan is slow).
@@ -20,8 +20,8 @@ from jobs.backlog import (
     FRONTMATTER_RE,
     FrontmatterYAMLError,
     TaskParseError,
-    _fast_fields,
-    _fast_frontmatter,
+    fast_fields,
+    fast_frontmatter,
     load_yaml,
     parse_task,
     prequote_at_values,
@@ -46,8 +46,8 @@ def yaml_view(fm: str) -> dict[str, Any] | None:
 
 def check(fm: str) -> tuple[bool, bool]:
     """Assert the fast readers agree with YAML whenever they answer; say whether they did."""
-    full = _fast_frontmatter(fm)
-    fields = _fast_fields(fm)
+    full = fast_frontmatter(fm)
+    fields = fast_fields(fm)
     expected = yaml_view(fm) if full is not None or fields is not None else None
     if full is not None:
         assert full == expected, fm

@@ -15,15 +15,11 @@ import pytest
 from backlog_helpers import backlog_cli, git, run_cli
 
 from jobs.backlog import (
-    add_label,
-    append_notes,
     read_task,
-    remove_label,
     scan,
-    set_status,
-    set_updated_date,
     write_task,
 )
+from jobs.backlog_edit import add_label, append_notes, remove_label, set_status, set_updated_date
 
 FIXTURES = Path(__file__).resolve().parent.parent / "backlog-fixtures"
 WHEN = datetime(2026, 11, 30, 7, 30, 45, tzinfo=UTC)

@@ -20,14 +20,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from jobs.backlog import (
+    parse_task,
+)
+from jobs.backlog_edit import (
     add_label,
     append_notes,
-    parse_task,
+    normalize_note,
     remove_label,
     set_status,
     set_updated_date,
+    yaml_scalar,
 )
-from jobs.backlog_edit import normalize_note, yaml_scalar
 
 LABEL_CHARS = "abcXYZ019-_:@#'\" .ü/&!*?%"
 label_text = st.text(alphabet=LABEL_CHARS, min_size=1, max_size=10).filter(

@@ -8,7 +8,7 @@ import json
 from jobs.commands.common import parse_date, setup
 from jobs.config import expand_user
 from jobs.ledger import Ledger, iso_utc
-from jobs.verify import format_line
+from jobs.output import format_line
 
 
 def main(args: argparse.Namespace) -> int:

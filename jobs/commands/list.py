@@ -8,8 +8,9 @@ from typing import Any
 
 from jobs import backlog, eligibility
 from jobs.commands.common import parse_date, setup
+from jobs.eligibility import today_in
 from jobs.errors import EXIT_OK, EXIT_UNCHECKED, UsageError
-from jobs.verify import one_line, today_in
+from jobs.output import one_line
 
 
 def main(args: argparse.Namespace) -> int:
@@ -17,7 +18,7 @@ def main(args: argparse.Namespace) -> int:
     if not config.repos:
         raise UsageError("no repositories to list: name them under `repos:` in the "
                          "configuration or pass --repo PATH")
-    today = parse_date(args.today, "--today") if args.today else today_in(config)
+    today = parse_date(args.today, "--today") if args.today else today_in(config.timezone)
     rows: list[dict[str, Any]] = []
     problems: list[dict[str, Any]] = []
     repo_failed = False

@@ -14,7 +14,8 @@ from types import FrameType
 from jobs.commands.common import parse_date, setup
 from jobs.config import with_timeout
 from jobs.errors import UsageError
-from jobs.verify import format_line, run_once
+from jobs.output import format_line
+from jobs.verify import run_once
 
 
 @contextmanager

@@ -1,0 +1,211 @@
+"""The frontmatter the Backlog.md CLI writes, read with regular expressions instead of PyYAML.
+
+The CLI writes a small subset of YAML (one `key: value` per line, plain or quoted scalars,
+`[]`/one-line flow lists, `- item` block lists, `>-` folded long values). The patterns here
+recognise exactly that subset and give the values the YAML loader would give; anything else
+(comments, nested maps, tabs, a `: ` inside a plain value, quoted keys, odd characters...) makes
+them answer None and the caller asks PyYAML (`jobs.frontmatter`). Tests check these readers
+against PyYAML (corpora, fixtures, generated text).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+# --------------------------------------------------------------------------- the fast readers
+# The simple YAML subset the CLI writes (see the module docstring), as regular expressions.
+# Characters that are not plain printable text for YAML: controls and NEL, which YAML 1.1 reads
+# as a line break. The non-Latin-1 ones (the Unicode line separators, the BOM, U+FFFE/U+FFFF) are
+# refused by a separate check (`has_odd`) so the big patterns keep Latin-1 classes: a class with
+# characters beyond U+00FF costs milliseconds to compile, at every start-up. (Strict UTF-8
+# decoding never yields surrogates.)
+_BAD = "\\x00-\\x1f\\x7f-\\x9f"
+_ODD_CHARS = "\u2028\u2029\ufeff\ufffe\uffff"
+
+
+def has_odd(text: str) -> bool:
+    return not text.isascii() and any(c in text for c in _ODD_CHARS)
+
+
+_FIRST = rf"[^{_BAD} \-?:,\[\]{{}}#&*!|>'\"%@`]"
+# Possessive repeats (*+): a run of text is never split again on a failed match, so a line
+# outside the subset fails in linear time instead of backtracking exponentially.
+_PLAIN = rf"{_FIRST}(?:[^{_BAD}:#]++|:(?=[^ \r\n])|(?<! )#)*+"
+_FLOW_PLAIN = rf"{_FIRST}(?:[^{_BAD}:#,\[\]{{}}?]++|:(?=[^ \r\n,\[\]{{}}])|(?<! )#)*+"
+_SQ = rf"'(?:[^{_BAD}']++|'')*+'"
+_DQ = rf'"[^{_BAD}"\\\\]*"'
+_FLOW_ITEM = rf"(?:{_SQ}|{_DQ}|{_FLOW_PLAIN})"
+_FLOW = rf"\[ *(?:{_FLOW_ITEM}(?: *, *{_FLOW_ITEM})* *)?\]"
+_FAST_LINE_PATTERN = (
+    rf"^(?:([A-Za-z_][A-Za-z0-9_-]*):(?: +({_SQ}|{_DQ}|{_FLOW}|{_PLAIN}))? *"
+    rf"|( *)- ({_SQ}|{_DQ}|{_PLAIN}) *"
+    rf"| *)\r?\n")
+_fast_line: re.Pattern[str] | None = None  # compiled on first use: only edits need it
+_FLOW_ITEMS = re.compile(_FLOW_ITEM)
+
+# The same subset as whole-frontmatter patterns, for the scan's four fields (no Python per line).
+_KEY = r"[A-Za-z_][A-Za-z0-9_-]*"
+_VALUE = rf"(?:{_SQ}|{_DQ}|{_FLOW}|{_PLAIN})"
+_ITEM = rf"(?:{_SQ}|{_DQ}|{_PLAIN})"
+_BLANK = r" *\r?\n"
+# A folded block (`>-`) as js-yaml writes a long value: lines at one indentation, none blank,
+# none starting or ending with a space; YAML joins them with single spaces.
+_FOLD_LINE = rf"[^{_BAD} ][^{_BAD}]*+(?<! )\r?\n"
+_LINES = (
+    rf"{_BLANK}"
+    rf"|{_KEY}: +{_VALUE} *\r?\n"
+    rf"|(?:assignee|reporter): +@[^{_BAD}]*+\r?\n"  # the CLI quotes these before parsing
+    rf"|{_KEY}: +>-\r?\n(?P<fi> +){_FOLD_LINE}(?:(?P=fi){_FOLD_LINE})*+"
+    rf"|{_KEY}: *\r?\n(?:(?:{_BLANK})*+(?P<li> *)- "
+    rf"(?:{_ITEM} *\r?\n|>-\r?\n(?P<ci>(?P=li) +){_FOLD_LINE}(?:(?P=ci){_FOLD_LINE})*+)"
+    rf"(?:(?:{_BLANK})*+(?P=li)- "
+    rf"(?:{_ITEM} *\r?\n|>-\r?\n(?P<ci2>(?P=li) +){_FOLD_LINE}(?:(?P=ci2){_FOLD_LINE})*+)"
+    rf")*+)?+")
+_VALID_PATTERN = rf"(?:{_LINES})*+"
+# Many files at once (`_parse_many`): each file's text follows a NUL. Only what the CLI itself
+# writes is taken here (LF, no BOM, id/title/status first, plain or single-quoted values, `[]`,
+# two-space `- ` lists, `>-` folds); every other file goes through `parse_task`. Keeping this
+# grammar small keeps it cheap to compile at start-up and quick to match.
+_CLI_SCALAR = rf"(?:{_SQ}|{_PLAIN})"
+_CLI_FOLD = rf"(?:  [^{_BAD} ][^{_BAD}]*+(?<! )\n)++"
+_CLI_LINE = (rf"{_KEY}: (?:{_CLI_SCALAR}|\[\])\n"
+             rf"|{_KEY}:\n(?:  - {_CLI_SCALAR}\n)++"
+             rf"|{_KEY}: >-\n{_CLI_FOLD}")
+BULK = re.compile(
+    "\\x00---\\n"
+    rf"(?P<fm>id: (?P<id>{_CLI_SCALAR})\n"
+    rf"title: (?:(?P<title>{_CLI_SCALAR})\n|>-\n(?P<tfold>{_CLI_FOLD}))"
+    rf"status: (?P<status>{_CLI_SCALAR})\n"
+    rf"(?:labels: \[\]\n|labels:\n(?P<lblock>(?:  - {_CLI_SCALAR}\n)++)"
+    rf"|(?!labels:)(?:{_CLI_LINE}))*+)"
+    "---(?:\\n|(?=\\x00)|\\Z)")
+FM_NAMES = re.compile(rf"\n({_KEY}):")  # after validation: every key, for repeats
+
+
+# The value after `key:` (validated already): one line, a folded block, or nothing (a list).
+_VALUE_AT_PATTERN = (
+    rf"(?: +({_VALUE}) *\r?\n| +>-\r?\n((?: +{_FOLD_LINE})++)| *\r?\n)")
+# The CLI always writes these three first, in this order: one match takes them all.
+_HEAD_PATTERN = rf"id: +({_VALUE}) *\r?\ntitle: +({_VALUE}) *\r?\nstatus: +({_VALUE}) *\r?\n"
+_BLOCK_AT_PATTERN = rf" *\r?\n((?:(?: *| *- {_ITEM} *)\r?\n)*+)"
+_per_file_patterns: tuple[re.Pattern[str], ...] = ()
+
+
+def _per_file() -> tuple[re.Pattern[str], ...]:
+    """(valid, head, value-at, block-at), compiled on first use: a scan of CLI-written files
+    never needs them, and every pattern compiled costs start-up time."""
+    global _per_file_patterns
+    if not _per_file_patterns:
+        _per_file_patterns = tuple(re.compile(p) for p in (
+            _VALID_PATTERN, _HEAD_PATTERN, _VALUE_AT_PATTERN, _BLOCK_AT_PATTERN))
+    return _per_file_patterns
+_FM_ITEM = re.compile(rf"^ *- ({_ITEM}) *\r?$", re.MULTILINE)
+
+
+def _value(raw: str) -> str | list[str]:
+    first = raw[0]
+    if first != "[" and first != "'" and first != '"':
+        return raw.rstrip(" ")
+    if first == "[":
+        inner = raw[1:-1]
+        return [scalar(x) for x in _FLOW_ITEMS.findall(inner)] if inner.strip(" ") else []
+    return scalar(raw)
+
+
+_FIELD_MARKERS = ("\nid:", "\ntitle:", "\nstatus:", "\nlabels:")
+
+
+def fast_fields(fm: str) -> tuple[Any, Any, Any, Any] | None:
+    """(id, title, status, labels) as the YAML loader would read them, or None when `fm` is
+    outside the simple subset (then the caller asks `load_frontmatter`). Missing keys read as ""."""
+    if has_odd(fm):
+        return None
+    valid, head_at, value_at, block_at = _per_file()
+    text = "\n" + fm + "\n"
+    if valid.fullmatch(text, 1) is None:
+        return None
+    names = FM_NAMES.findall(text)
+    if len(set(names)) != len(names):
+        return None  # a repeated key: YAML reports it
+    head = head_at.match(text, 1)
+    if head is not None:
+        values: list[Any] = [_value(v) for v in head.groups()]
+        markers: tuple[str, ...] = _FIELD_MARKERS[3:]
+    else:
+        values = []
+        markers = _FIELD_MARKERS
+    for marker in markers:
+        at = text.find(marker)
+        if at < 0:
+            values.append("")
+            continue
+        at += len(marker)
+        m = value_at.match(text, at)
+        if m is None:  # pragma: no cover - the text was validated above
+            return None
+        raw, folded = m.group(1, 2)
+        if raw:
+            values.append(_value(raw))
+        elif folded:
+            values.append(" ".join([line.strip(" \r") for line in folded.split("\n")[:-1]]))
+        else:
+            block = block_at.match(text, at)
+            if block is None or text[block.end():block.end() + 1] in (" ", "-"):
+                return None  # an item this reader does not take apart (a folded one, say)
+            values.append([scalar(x) for x in _FM_ITEM.findall(block.group(1))] or "")
+    return values[0], values[1], values[2], values[3]
+
+
+def scalar(raw: str) -> str:
+    first = raw[0]
+    if first == "'":
+        return raw[1:-1].replace("''", "'")
+    if first == '"':
+        return raw[1:-1]
+    return raw.rstrip(" ")
+
+
+def fast_frontmatter(fm: str) -> dict[str, Any] | None:
+    """The mapping the YAML loader would build, when `fm` is in the simple subset; else None."""
+    global _fast_line
+    if has_odd(fm):
+        return None
+    if _fast_line is None:
+        _fast_line = re.compile(_FAST_LINE_PATTERN, re.MULTILINE)
+    text = fm + "\n"
+    lines = _fast_line.findall(text)
+    if len(lines) != text.count("\n"):
+        return None  # some line is outside the subset (matches can only start a line)
+    out: dict[str, Any] = {}
+    bare: list[str] = []
+    items: list[str] | None = None
+    indent: str | None = None
+    for key, raw, ind, item in lines:
+        if key:
+            if key in out:
+                return None  # YAML reports the repeated key
+            if not raw:
+                items = []
+                indent = None
+                out[key] = items
+                bare.append(key)
+            else:
+                items = None
+                if raw[0] == "[":
+                    inner = raw[1:-1]
+                    out[key] = ([scalar(x) for x in _FLOW_ITEMS.findall(inner)]
+                                if inner.strip(" ") else [])
+                else:
+                    out[key] = scalar(raw)
+        elif item:
+            if items is None or (indent is not None and ind != indent):
+                return None
+            indent = ind
+            items.append(scalar(item))
+    for key in bare:
+        if not out[key]:
+            out[key] = ""  # `key:` with nothing after it is an empty text for YAML
+    return out
+
+

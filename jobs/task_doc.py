@@ -1,0 +1,173 @@
+"""The anatomy of a task file for line-level edits: fences, frontmatter lines, body lines.
+
+An edit finds the lines of one key (or one body section) and replaces just those; everything else
+comes back byte for byte. Every edit is checked before it is returned (`check_edit`): the result
+is parsed again and must read as exactly the intended change, else `TaskEditError`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from jobs.frontmatter import (
+    FRONTMATTER_RE,
+    FrontmatterYAMLError,
+    load_frontmatter,
+    yaml_has_aliases,
+)
+from jobs.frontmatter_fast import fast_frontmatter
+from jobs.task import TaskEditError
+
+
+@dataclass
+class Line:
+    text: str  # without its line ending
+    eol: str  # "\n", "\r\n" or "" (last line without newline)
+
+
+def split_lines(text: str) -> list[Line]:
+    lines: list[Line] = []
+    pos = 0
+    n = len(text)
+    while pos < n:
+        nl = text.find("\n", pos)
+        if nl < 0:
+            lines.append(Line(text[pos:], ""))
+            break
+        if nl > pos and text[nl - 1] == "\r":
+            lines.append(Line(text[pos:nl - 1], "\r\n"))
+        else:
+            lines.append(Line(text[pos:nl], "\n"))
+        pos = nl + 1
+    return lines
+
+
+def join_lines(lines: Sequence[Line]) -> str:
+    return "".join(line.text + line.eol for line in lines)
+
+
+@dataclass
+class Doc:
+    bom: str
+    open_fence: Line
+    fm: list[Line]
+    close_fence: Line
+    body: list[Line]
+
+    def render(self) -> bytes:
+        text = (self.bom + self.open_fence.text + self.open_fence.eol + join_lines(self.fm)
+                + self.close_fence.text + self.close_fence.eol + join_lines(self.body))
+        return text.encode("utf-8")
+
+    @property
+    def fm_eol(self) -> str:
+        return self.open_fence.eol or "\n"
+
+    @property
+    def body_eol(self) -> str:
+        for line in self.body:
+            if line.eol:
+                return line.eol
+        return self.close_fence.eol or self.fm_eol
+
+
+def decode(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise TaskEditError(f"line {line}: not valid UTF-8") from None
+
+
+def parse_doc(data: bytes) -> Doc:
+    text = decode(data)
+    m = FRONTMATTER_RE.match(text)
+    if m is None:
+        raise TaskEditError("no frontmatter (the file must start with a '---' line)")
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    open_end = text.index("\n") + 1
+    open_fence = split_lines(text[len(bom):open_end])[0]
+    fm_end = m.end(1)
+    # the line ending that ends the last frontmatter line belongs to the frontmatter
+    sep = "\r\n" if text.startswith("\r\n", fm_end) else "\n"
+    fm = split_lines(text[open_end:fm_end] + sep)
+    close_start = fm_end + len(sep)
+    close_fence = Line("---", m.group(2))
+    body = split_lines(text[close_start + 3 + len(m.group(2)):])
+    return Doc(bom, open_fence, fm, close_fence, body)
+
+
+def fm_dict(doc: Doc) -> dict[str, Any]:
+    text = join_lines(doc.fm)
+    fast = fast_frontmatter(text)
+    if fast is not None:
+        return fast
+    if yaml_has_aliases(text):
+        # the CLI never writes aliases, and the self-check of an edit compares parsed values,
+        # which aliases can make exponentially large
+        raise TaskEditError("the frontmatter uses YAML anchors or aliases; not edited")
+    try:
+        return load_frontmatter(text)
+    except FrontmatterYAMLError as exc:
+        where = f"line {exc.line}: " if exc.line else ""
+        raise TaskEditError(f"{where}{exc.message}") from None
+
+
+KEY_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)[ \t]*:(?:[ \t]|$)")
+
+
+def key_spans(fm: list[Line]) -> dict[str, tuple[int, int]]:
+    """Top-level key -> [start, end) line range with continuation lines, not trailing blanks."""
+    spans: dict[str, tuple[int, int]] = {}
+    starts: list[tuple[str, int]] = []
+    for i, line in enumerate(fm):
+        t = line.text
+        if not t or t[0] in " \t#" or t.startswith("- ") or t == "-":
+            continue
+        m = KEY_RE.match(t)
+        starts.append((m.group(1) if m else "", i))
+    for n, (key, start) in enumerate(starts):
+        end = starts[n + 1][1] if n + 1 < len(starts) else len(fm)
+        while end - 1 > start and not fm[end - 1].text.strip():
+            end -= 1
+        if key and key not in spans:
+            spans[key] = (start, end)
+    return spans
+
+
+
+def check_edit(before: dict[str, Any], after: dict[str, Any], changed: dict[str, Any]) -> None:
+    """The edited file must read exactly as intended: the changed keys, nothing else."""
+    expected = dict(before)
+    for k, v in changed.items():
+        if v is DROP:
+            expected.pop(k, None)
+        else:
+            expected[k] = v
+    if set(after) != set(expected) or any(after[k] != expected[k] for k in expected
+                                          if expected[k] is not ANY):
+        raise TaskEditError("internal check failed: the edit would change more than intended")
+
+
+DROP = object()
+ANY = object()
+
+# The CLI's key order; a missing key goes before the first later key present.
+KEY_ORDER = ("id", "title", "status", "assignee", "reporter", "created_date", "updated_date",
+              "due_date", "labels", "milestone", "dependencies", "references", "documentation",
+              "modified_files", "parent_task_id", "subtasks", "priority", "type", "ordinal",
+              "onStatusChange")
+
+
+def insert_position(spans: dict[str, tuple[int, int]], n_lines: int, key: str) -> int:
+    later = KEY_ORDER[KEY_ORDER.index(key) + 1:]
+    starts = [spans[k][0] for k in later if k in spans]
+    if starts:
+        return min(starts)
+    earlier = KEY_ORDER[:KEY_ORDER.index(key)]
+    ends = [spans[k][1] for k in earlier if k in spans]
+    return max(ends) if ends else n_lines
+
