@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -37,12 +38,88 @@ def remote_timeout(env: Mapping[str, str] = os.environ) -> float:
     return value if value > 0 else DEFAULT_REMOTE_TIMEOUT
 
 
+# GIT_* variables that may reach our git: they choose which user files, credentials, transports
+# and traces apply, never which repository, objects or history git reads. Every other GIT_*
+# variable is dropped: GIT_DIR, GIT_WORK_TREE, GIT_OBJECT_DIRECTORY, GIT_GRAFT_FILE,
+# GIT_REPLACE_REF_BASE, GIT_NAMESPACE, GIT_CONFIG_PARAMETERS/COUNT, GIT_EXTERNAL_DIFF, ... (set,
+# say, when closeout runs from inside a git hook) would point our reads at another repository or
+# change what they report.
+_KEPT_GIT_VARS = frozenset({
+    "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM", "GIT_SSH", "GIT_SSH_COMMAND",
+    "GIT_SSH_VARIANT", "GIT_ASKPASS", "GIT_TERMINAL_PROMPT", "GIT_EXEC_PATH", "GIT_ALLOW_PROTOCOL",
+    "GIT_PROXY_COMMAND", "GIT_CEILING_DIRECTORIES", "GIT_CURL_VERBOSE", "GIT_REDACT_COOKIES",
+})
+_KEPT_GIT_PREFIXES = ("GIT_TRACE", "GIT_SSL_", "GIT_HTTP_", "GIT_PROXY_SSL_", "GIT_AUTHOR_",
+                      "GIT_COMMITTER_")
+# Transports git may use for our reads; a configured remote helper (ext::, a custom
+# `git-remote-*`) could answer anything. GIT_ALLOW_PROTOCOL overrides every protocol.* setting.
+ALLOWED_PROTOCOLS = "file:git:http:https:ssh"
+
+# `-c` settings for every git command that reads history or talks to a remote. Command-line
+# settings beat every configuration file (system, global, the clone's own, includeIf), so what
+# the run could have written into them cannot change what these commands report. The list and
+# why each is there: docs/audit.md, "What the run cannot edit".
+HARDENED_CONFIG: tuple[tuple[str, str], ...] = (
+    ("core.commitGraph", "false"),         # a forged commit-graph could answer ancestry wrongly
+    ("core.useReplaceRefs", "false"),      # with --no-replace-objects: history as written
+    ("core.quotePath", "false"),
+    ("core.precomposeUnicode", "false"),
+    ("core.hooksPath", "/dev/null"),       # fetch runs reference-transaction hooks otherwise
+    ("core.fsmonitor", "false"),
+    ("core.askPass", ""),
+    ("i18n.logOutputEncoding", "UTF-8"),   # a UTF-16 setting made the log unparseable
+    ("log.showSignature", "false"),
+    ("log.follow", "false"),
+    ("log.decorate", "false"),
+    ("log.abbrevCommit", "false"),
+    ("log.showRoot", "true"),
+    ("log.mailmap", "false"),
+    ("diff.ignoreSubmodules", "none"),     # a moved gitlink is a change
+    ("diff.renames", "false"),
+    ("diff.relative", "false"),            # would hide paths outside the current directory
+    ("diff.noprefix", "false"),
+    ("color.ui", "never"),
+    ("color.diff", "never"),
+    ("trailer.separators", ":"),           # "Claude-Session= x" must not parse as a trailer
+    ("submodule.recurse", "false"),
+    ("fetch.recurseSubmodules", "false"),
+    ("fetch.writeCommitGraph", "false"),
+    ("fetch.prune", "false"),
+    ("fetch.pruneTags", "false"),
+    ("gc.auto", "0"),
+    ("maintenance.auto", "false"),
+    ("protocol.version", "2"),
+)
+# Options of `git log` that restate the settings above where a flag exists: a flag also beats
+# `submodule.<name>.ignore` in `.gitmodules`, which no `-c` can reach.
+HARDENED_LOG_OPTIONS = ("--no-color", "--no-renames", "--no-ext-diff", "--no-textconv",
+                        "--ignore-submodules=none", "--no-relative", "--no-notes",
+                        "--no-show-signature", "--no-decorate", "--encoding=UTF-8", "--no-mailmap")
+
+
+def hardened_argv(*args: str) -> list[str]:
+    """`git` arguments for a command that reads history: no replace refs, every setting above."""
+    argv = ["--no-replace-objects"]
+    for key, value in HARDENED_CONFIG:
+        argv += ["-c", f"{key}={value}"]
+    return [*argv, *args]
+
+
 def git_env(base: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """The environment for every git we start: nothing may wait for a human at 7 a.m."""
-    env = dict(base)
+    """The environment for every git we start: the repository named and nothing else, and
+    nothing that waits for a human at 7 a.m."""
+    env = {k: v for k, v in base.items()
+           if not k.startswith("GIT_") or k in _KEPT_GIT_VARS or k.startswith(_KEPT_GIT_PREFIXES)}
     env["GIT_TERMINAL_PROMPT"] = "0"
-    # A user's own GIT_SSH_COMMAND wins (it may carry keys or proxies); ours only adds batch mode.
+    env["GIT_NO_REPLACE_OBJECTS"] = "1"
+    # An empty graft file: `.git/info/grafts` is never read.
+    env["GIT_GRAFT_FILE"] = os.devnull
+    # A user's own GIT_SSH_COMMAND wins (it may carry keys or proxies); ours only adds batch
+    # mode. Either way it beats a core.sshCommand the run could have configured in its clone.
     env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
+    # Set (even empty), it beats every core.gitProxy setting.
+    env.setdefault("GIT_PROXY_COMMAND", "")
+    env.setdefault("GIT_ALLOW_PROTOCOL", ALLOWED_PROTOCOLS)
     env.setdefault("GCM_INTERACTIVE", "never")
     env["LC_ALL"] = "C"
     return env
@@ -104,12 +181,11 @@ HISTORY_FORMAT = ("%x00%H%x1f%P%x1f%s%x1f"
 
 def object_types(repo: Path | str, shas: list[str]) -> dict[str, str | None]:
     """Each object's type (`commit`, `tag`, ...) or None when the repository lacks it, in one
-    `git cat-file --batch-check`. Replace refs are ignored: history must be the real one."""
+    `git cat-file --batch-check`."""
     wanted = sorted(set(shas))
     if not wanted:
         return {}
-    out = run_git(repo, "--no-replace-objects", "cat-file",
-                  "--batch-check=%(objectname) %(objecttype)",
+    out = run_git(repo, *hardened_argv("cat-file", "--batch-check=%(objectname) %(objecttype)"),
                   input_text="".join(f"{sha}\n" for sha in wanted))
     types: dict[str, str | None] = dict.fromkeys(wanted)
     for line in out.splitlines():
@@ -119,19 +195,43 @@ def object_types(repo: Path | str, shas: list[str]) -> dict[str, str | None]:
     return types
 
 
-def fetch_for_audit(repo: Path | str, remote: str, refspecs: list[str],
+def fetch_for_audit(repo: Path | str, url: str, refspecs: list[str],
                     timeout: float | None = None) -> None:
-    """One `git fetch` of `refspecs` from `remote` (no tags, no FETCH_HEAD, no hooks' side
-    trips); raises GitFailed."""
-    run_git(repo, "-c", "fetch.recurseSubmodules=false", "fetch", "--quiet", "--no-tags",
-            "--no-write-fetch-head", "--no-auto-gc", remote, *refspecs,
+    """One `git fetch` of `refspecs` from `url` (no tags, no FETCH_HEAD, no hooks, no configured
+    upload-pack: the remote's own settings in the clone are never consulted); raises GitFailed."""
+    run_git(repo, *hardened_argv("fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
+                                 "--no-auto-gc", "--no-recurse-submodules",
+                                 "--upload-pack=git-upload-pack", url, *refspecs),
             timeout=timeout if timeout is not None else remote_timeout())
+
+
+def ls_remote(url: str, timeout: float) -> str:
+    """`git ls-remote --symref URL`, run outside the clone (in an empty directory of its own):
+    no `remote.<name>.uploadpack`, `remote.<name>.vcs`, `http.*` or other setting of the clone
+    can choose who answers. The caller applies insteadOf rules itself and records where they
+    lead."""
+    with tempfile.TemporaryDirectory(prefix="loop-pi-audit-") as where:
+        env = dict(os.environ)
+        env["GIT_CEILING_DIRECTORIES"] = os.path.dirname(where)
+        return run_git(where, *hardened_argv("ls-remote", "--symref",
+                                             "--upload-pack=git-upload-pack", url),
+                       timeout=timeout, env=env)
+
+
+def absolute_url(url: str, repo: Path | str) -> str:
+    """A remote URL as git in `repo` would read it: a relative path is relative to the clone."""
+    if "://" in url or os.path.isabs(url):
+        return url
+    colon, slash = url.find(":"), url.find("/")
+    if colon > 0 and (slash < 0 or colon < slash):
+        return url  # scp-like host:path
+    return os.path.normpath(os.path.join(str(repo), url))
 
 
 def is_ancestor(repo: Path | str, old: str, new: str) -> bool:
     """Is `old` an ancestor of `new` (a fast-forward)? Raises GitFailed when git cannot say."""
     try:
-        run_git(repo, "--no-replace-objects", "merge-base", "--is-ancestor", old, new)
+        run_git(repo, *hardened_argv("merge-base", "--is-ancestor", old, new))
     except GitFailed as exc:
         if exc.returncode == 1:
             return False
@@ -141,13 +241,13 @@ def is_ancestor(repo: Path | str, old: str, new: str) -> bool:
 
 def history_log(repo: Path | str, tips: list[str], exclude: list[str]) -> str:
     """`git log` of every commit reachable from `tips` and not from `exclude`, children before
-    parents, each with its paths (a merge against its first parent) and Claude-Session
-    trailers, in one process; revisions go through stdin so no list is too long."""
+    parents, each with its paths against every parent (a merge is printed once per parent) and
+    its Claude-Session trailers, in one process; revisions go through stdin so no list is too
+    long."""
     revs = "".join(f"{t}\n" for t in tips) + "".join(f"^{x}\n" for x in exclude)
-    return run_git(repo, "--no-replace-objects", "-c", "core.quotePath=false",
-                   "-c", "log.showSignature=false", "log", "--stdin", "--topo-order",
-                   "--no-color", "--no-renames", "--diff-merges=first-parent", "--root",
-                   "--name-only", "-z", f"--format={HISTORY_FORMAT}", input_text=revs)
+    return run_git(repo, *hardened_argv("log", "--stdin", "--topo-order", *HARDENED_LOG_OPTIONS,
+                                        "--diff-merges=separate", "--root", "--name-only", "-z",
+                                        f"--format={HISTORY_FORMAT}"), input_text=revs)
 
 
 def is_shallow(repo: Path | str) -> bool:

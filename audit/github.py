@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+
+from audit.urls import GITHUB_HOSTS
 
 if TYPE_CHECKING:
     from github import GithubException
 
 DEFAULT_API_URL = "https://api.github.com"
-GITHUB_HOSTS = ("github.com", "www.github.com", "ssh.github.com")
-RELEASE_BOTS = ("release-please[bot]", "github-actions[bot]")
-_SCP_LIKE = re.compile(r"^(?:[^@/:]+@)?(?P<host>[^/:]+):(?P<path>(?!/).*)$")
-_PART = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
 def api_base_url(env: Mapping[str, str] = os.environ) -> str:
@@ -38,40 +35,6 @@ def github_hosts(env: Mapping[str, str] = os.environ) -> tuple[str, ...]:
             if host.startswith("api."):
                 hosts.append(host[4:])
     return tuple(hosts)
-
-
-def github_repo_from_url(url: str, extra_hosts: Iterable[str] = ()) -> str | None:
-    """`owner/name` when `url` names a repository on a GitHub host, else None.
-
-    Understands https/http/git URLs, `ssh://[user@]host[:port]/o/n(.git)` and scp-like
-    `[user@]host:o/n(.git)`. Local paths and file:// URLs name no host and give None.
-    """
-    hosts = {h.lower() for h in (*GITHUB_HOSTS, *extra_hosts)}
-    url = url.strip()
-    host: str | None
-    if "://" in url:
-        try:
-            parts = urlsplit(url)
-            host = parts.hostname
-        except ValueError:
-            return None
-        if parts.scheme.lower() not in ("https", "http", "ssh", "git", "git+ssh", "ssh+git"):
-            return None
-        path = parts.path
-    else:
-        match = _SCP_LIKE.match(url)
-        if match is None:
-            return None
-        host, path = match.group("host"), match.group("path")
-    if not host or host.lower() not in hosts:
-        return None
-    segments = [s for s in path.strip("/").split("/") if s]
-    if len(segments) != 2:
-        return None
-    owner, name = segments[0], segments[1].removesuffix(".git")
-    if not name or not _PART.match(owner) or not _PART.match(name):
-        return None
-    return f"{owner}/{name}"
 
 
 def find_token(env: Mapping[str, str] = os.environ) -> str | None:

@@ -5,32 +5,29 @@ the judgement needs (plus one more after fetching, when something was missing), 
 `git fetch` per remote (the moved refs by name into `refs/loop-pi-audit/<remote>/`, then any tip
 still missing by SHA). Per changed default branch: one `merge-base --is-ancestor` and one
 `git log --name-only` over the whole range together with the push log's tips for that remote.
-Which log entry covers which commit is then worked out in Python (`audit.compare.reach_bits`).
+Which log entry covers which commit is then worked out in Python (`audit.rules.reach_bits`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from audit.compare import (
-    BranchHistory,
-    Change,
-    Commit,
-    History,
-    entry_covers_remote,
-    judged_branch,
-)
 from audit.git import (
     GitFailed,
+    absolute_url,
     fetch_for_audit,
     history_log,
     is_ancestor,
     is_shallow,
     object_types,
 )
+from audit.model import BranchHistory, Change, Commit, History
 from audit.pushlog import ZERO, PushEntry, same_repo
+from audit.rules import entry_covers_remote, judged_branch
+from audit.snapshot import read_remote_config
+from audit.urls import redact_text
 
 PRIVATE_NAMESPACE = "refs/loop-pi-audit"
 
@@ -118,6 +115,12 @@ def _fetch_missing(repo: str, work: Sequence[_Work], types: dict[str, str | None
     """Bring in tips the judgement needs and the clone lacks: first the moved refs by name (one
     fetch per remote), then whatever is still missing by SHA (one more fetch per remote)."""
     errors: dict[str, str] = {}
+    # Fetched by URL, as read now from the clone's configuration (the snapshot's URLs are
+    # redacted): the remote's own settings there (upload-pack, helpers) are never used.
+    try:
+        config = read_remote_config(repo)
+    except GitFailed as exc:
+        return types, {w.remote: f"cannot read the remotes' configuration: {exc}" for w in work}
 
     def missing(w: _Work) -> list[str]:
         tips = [w.change.after] + ([w.change.before] if w.change.before else [])
@@ -133,10 +136,14 @@ def _fetch_missing(repo: str, work: Sequence[_Work], types: dict[str, str | None
             else:
                 specs = [f"+{w.change.ref}:{PRIVATE_NAMESPACE}/{w.remote}/"
                          f"{w.change.ref.removeprefix('refs/')}"]
+            remote = config.get(w.remote)
+            if remote is None or remote.fetch_url is None:
+                errors[w.remote] = f"remote {w.remote} has no url configured any more"
+                continue
             try:
-                fetch_for_audit(repo, w.remote, specs)
+                fetch_for_audit(repo, absolute_url(remote.fetch_url, repo), specs)
             except GitFailed as exc:
-                errors[w.remote] = f"git fetch {w.remote} failed: {exc}"
+                errors[w.remote] = redact_text(f"git fetch {w.remote} failed: {exc}")
         types = {**types, **object_types(repo, [t for w in todo for t in missing(w)])}
     return types, errors
 
@@ -176,8 +183,16 @@ def parse_history(text: str) -> list[Commit]:
     expect_header = False
 
     def flush() -> None:
-        if header is not None:
-            commits.append(_commit(header, paths))
+        if header is None:
+            return
+        found = _commit(header, paths)
+        if commits and commits[-1].sha == found.sha:
+            # A merge comes once per parent: its paths are the union of its changes against
+            # each of them.
+            last = commits[-1]
+            commits[-1] = replace(last, paths=tuple(dict.fromkeys(last.paths + found.paths)))
+        else:
+            commits.append(found)
 
     for token in text.split("\0"):
         if expect_header:

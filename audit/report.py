@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from audit.compare import FAILING, Finding, overall, short
+from audit.model import FAILING, Finding, overall, short
 
 
 def finding_line(f: Finding) -> str:

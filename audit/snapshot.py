@@ -15,8 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from audit.git import GitFailed, remote_timeout, run_git
-from audit.github import api_base_url, find_token, github_hosts, github_repo_from_url, read_releases
+from audit.git import GitFailed, absolute_url, ls_remote, remote_timeout, run_git
+from audit.github import api_base_url, find_token, github_hosts, read_releases
+from audit.urls import github_repo_from_url, redact_text, redact_url
 from jobs.errors import InputError, UsageError
 
 NOT_ON_GITHUB = "no remote on a GitHub host"
@@ -29,6 +30,7 @@ class RemoteConfig:
     pushurls: list[str] = field(default_factory=list)
     # Where git actually goes after url.<base>.insteadOf / pushInsteadOf.
     effective: list[str] = field(default_factory=list)
+    fetch_url: str | None = None
 
 
 def repo_key(repo: Path | str) -> str:
@@ -70,6 +72,7 @@ def read_remote_config(repo: Path | str) -> dict[str, RemoteConfig]:
         else:
             push = [_rewrite(u, push_only) or _rewrite(u, plain) or u for u in remote.urls]
         remote.effective = list(dict.fromkeys(fetch + push))
+        remote.fetch_url = fetch[0] if fetch else None
     return dict(sorted(remotes.items()))
 
 
@@ -100,22 +103,24 @@ def parse_ls_remote(text: str) -> tuple[dict[str, str], dict[str, str]]:
 
 
 def snapshot_remote(repo: str, remote: RemoteConfig, timeout: float) -> dict[str, Any]:
-    part: dict[str, Any] = {"url": remote.urls[0] if remote.urls else None}
+    part: dict[str, Any] = {"url": redact_url(remote.urls[0]) if remote.urls else None}
     if remote.pushurls:
-        part["pushurls"] = list(remote.pushurls)
+        part["pushurls"] = [redact_url(u) for u in remote.pushurls]
     if remote.effective != list(dict.fromkeys(remote.urls + remote.pushurls)):
         # Where an insteadOf rule sends git: a rule added during the run must not quietly point
         # the after-snapshot at another repository.
-        part["rewritten_to"] = list(remote.effective)
-    if not remote.urls:
+        part["rewritten_to"] = [redact_url(u) for u in remote.effective]
+    if remote.fetch_url is None:
         return {"available": False, **part,
                 "reason": f"remote {remote.name} has no url configured"}
     try:
+        # By URL, outside the clone: a remote.<name>.uploadpack, a remote helper or any other
+        # setting the run could write into its clone's config cannot choose who answers.
         refs, symrefs = parse_ls_remote(
-            run_git(repo, "ls-remote", "--symref", remote.name, timeout=timeout))
+            ls_remote(absolute_url(remote.fetch_url, repo), timeout=timeout))
     except (GitFailed, ValueError) as exc:
         return {"available": False, **part,
-                "reason": f"git ls-remote --symref {remote.name} failed: {exc}"}
+                "reason": redact_text(f"git ls-remote --symref {remote.name} failed: {exc}")}
     return {"available": True, **part, "refs": refs, "symrefs": symrefs}
 
 

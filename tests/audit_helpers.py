@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -10,6 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from audit.charter import Charter, load_charter
+from audit.compare import judge
+from audit.history import gather_history
+from audit.model import Finding
+from audit.pushlog import read_push_log
+from audit.snapshot import take_snapshot
 
 ROOT = Path(__file__).resolve().parent.parent
 ZERO = "0" * 40
@@ -118,3 +126,89 @@ def gh_release(api_base: str, owner_name: str, release_id: int, tag: str, *,
 def link_header(pages: Sequence[tuple[str, str]]) -> str:
     """`Link: <url>; rel="next", <url>; rel="last"` from (rel, url) pairs."""
     return ", ".join(f'<{url}>; rel="{rel}"' for rel, url in pages)
+
+
+# --- a run: a clone, its bare remote, a before-snapshot and a push log ------------------------
+
+GH = "acme/widgets"
+GH_URL = f"https://github.com/{GH}.git"
+
+
+class Run:
+    """A run's clone and its bare remote, the before-snapshot, and the push log it keeps."""
+
+    def __init__(self, tmp_path: Path, *, github: bool = False, session: str = "mine",
+                 authority: str = "") -> None:
+        self.tmp = tmp_path
+        self.clone, self.bare = make_repo_with_remote(tmp_path)
+        if github:
+            git(self.clone, "remote", "set-url", "origin", GH_URL)
+            git(self.clone, "config", f"url.{self.bare}.insteadOf", GH_URL)
+        self.key = str(self.clone.resolve())
+        self.log = tmp_path / "push-log.jsonl"
+        self.log.write_text("")
+        charter = tmp_path / "charter.md"
+        charter.write_text(f"# Charter: {GH} loop1\n"
+                           + (f"authority: {authority}\n" if authority else "")
+                           + (f"session: {session}\n" if session else ""))
+        self.charter: Charter | None = load_charter(charter)
+        self.github = github
+        self.before = self.snapshot()
+
+    def snapshot(self) -> dict[str, Any]:
+        snap = take_snapshot([self.clone], charter_sha256=None)
+        if self.github:
+            # No token in tests: the evidence code marks releases unavailable; stand in for
+            # GitHub with an empty, readable list (tests add releases to the after side).
+            snap["repos"][self.key]["releases"] = {
+                "available": True, "releases": [], "github_repo": GH, "github_repos": [GH]}
+        return snap
+
+    def remote_sha(self, ref: str) -> str:
+        out = git(self.clone, "ls-remote", "origin", ref).split()
+        return out[0] if out else ZERO
+
+    def push(self, src: str = "HEAD", ref: str = "refs/heads/main", *, logged: bool = True,
+             force: bool = False, repo: Path | None = None, remote: str = "origin",
+             clone: Path | None = None) -> None:
+        where = clone or self.clone
+        old = self.remote_sha(ref)
+        git(where, "push", "-q", *(["--force"] if force else []), remote, f"{src}:{ref}")
+        new = ZERO if src == "" else rev(where, src)
+        if logged:
+            self.record(ref, old, new, repo=repo or where, remote=remote)
+
+    def record(self, ref: str, old: str, new: str, *, repo: Path | None = None,
+               remote: str = "origin") -> None:
+        with self.log.open("a") as fh:
+            fh.write(json.dumps({"repo": str(repo or self.clone), "remote": remote, "ref": ref,
+                                 "old": old, "new": new, "at": "2026-11-30T07:00:00Z",
+                                 "source": "test"}) + "\n")
+
+    def judge(self, after: dict[str, Any] | None = None,
+              charter: Charter | None | bool = True) -> list[Finding]:
+        after = after if after is not None else self.snapshot()
+        entries = read_push_log(self.log)
+        history = gather_history(self.before, after, entries)
+        chosen = self.charter if charter is True else (charter or None)
+        return judge(self.before, after, chosen, history, ())
+
+
+def other_clone(run: Run, name: str = "other") -> Path:
+    path = run.tmp / name
+    git(run.tmp, "clone", "-q", str(run.bare), str(path))
+    return path
+
+
+def verdicts(findings: list[Finding]) -> dict[tuple[str, str], str]:
+    """(ref or commit, kind) → verdict, for assertions that read like the report."""
+    out: dict[tuple[str, str], str] = {}
+    for f in findings:
+        out[(f.commit or f.ref, f.kind)] = f.verdict
+    return out
+
+
+def commit_verdicts(findings: list[Finding]) -> dict[str, str]:
+    return {f.commit: f.verdict for f in findings if f.commit is not None}
+
+

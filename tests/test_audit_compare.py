@@ -6,24 +6,30 @@ closeout tests read them from a GitHub-shaped test server)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from audit_helpers import (
+    GH,
+    GH_URL,
     ZERO,
+    Run,
     commit,
+    commit_verdicts,
     git,
     isolate_git,
     make_repo_with_remote,
+    other_clone,
     rev,
+    verdicts,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audit.charter import Charter, load_charter
-from audit.compare import (
+from audit.compare import judge
+from audit.history import gather_history, parse_history
+from audit.model import (
     BACKLOG_ONLY,
     FOREIGN,
     NON_FAST_FORWARD,
@@ -32,95 +38,11 @@ from audit.compare import (
     UNGRANTED,
     UNVERIFIED,
     Commit,
-    Finding,
     exit_code,
-    judge,
-    reach_bits,
 )
-from audit.history import gather_history, parse_history
-from audit.pushlog import PushEntry, read_push_log
+from audit.pushlog import PushEntry
+from audit.rules import reach_bits
 from audit.snapshot import take_snapshot
-
-GH = "acme/widgets"
-GH_URL = f"https://github.com/{GH}.git"
-
-
-class Run:
-    """A run's clone and its bare remote, the before-snapshot, and the push log it keeps."""
-
-    def __init__(self, tmp_path: Path, *, github: bool = False, session: str = "mine",
-                 authority: str = "") -> None:
-        self.tmp = tmp_path
-        self.clone, self.bare = make_repo_with_remote(tmp_path)
-        if github:
-            git(self.clone, "remote", "set-url", "origin", GH_URL)
-            git(self.clone, "config", f"url.{self.bare}.insteadOf", GH_URL)
-        self.key = str(self.clone.resolve())
-        self.log = tmp_path / "push-log.jsonl"
-        self.log.write_text("")
-        charter = tmp_path / "charter.md"
-        charter.write_text(f"# Charter: {GH} loop1\n"
-                           + (f"authority: {authority}\n" if authority else "")
-                           + (f"session: {session}\n" if session else ""))
-        self.charter: Charter | None = load_charter(charter)
-        self.github = github
-        self.before = self.snapshot()
-
-    def snapshot(self) -> dict[str, Any]:
-        snap = take_snapshot([self.clone], charter_sha256=None)
-        if self.github:
-            # No token in tests: the evidence code marks releases unavailable; stand in for
-            # GitHub with an empty, readable list (tests add releases to the after side).
-            snap["repos"][self.key]["releases"] = {
-                "available": True, "releases": [], "github_repo": GH, "github_repos": [GH]}
-        return snap
-
-    def remote_sha(self, ref: str) -> str:
-        out = git(self.clone, "ls-remote", "origin", ref).split()
-        return out[0] if out else ZERO
-
-    def push(self, src: str = "HEAD", ref: str = "refs/heads/main", *, logged: bool = True,
-             force: bool = False, repo: Path | None = None, remote: str = "origin",
-             clone: Path | None = None) -> None:
-        where = clone or self.clone
-        old = self.remote_sha(ref)
-        git(where, "push", "-q", *(["--force"] if force else []), remote, f"{src}:{ref}")
-        new = ZERO if src == "" else rev(where, src)
-        if logged:
-            self.record(ref, old, new, repo=repo or where, remote=remote)
-
-    def record(self, ref: str, old: str, new: str, *, repo: Path | None = None,
-               remote: str = "origin") -> None:
-        with self.log.open("a") as fh:
-            fh.write(json.dumps({"repo": str(repo or self.clone), "remote": remote, "ref": ref,
-                                 "old": old, "new": new, "at": "2026-11-30T07:00:00Z",
-                                 "source": "test"}) + "\n")
-
-    def judge(self, after: dict[str, Any] | None = None,
-              charter: Charter | None | bool = True) -> list[Finding]:
-        after = after if after is not None else self.snapshot()
-        entries = read_push_log(self.log)
-        history = gather_history(self.before, after, entries)
-        chosen = self.charter if charter is True else (charter or None)
-        return judge(self.before, after, chosen, history, ())
-
-
-def other_clone(run: Run, name: str = "other") -> Path:
-    path = run.tmp / name
-    git(run.tmp, "clone", "-q", str(run.bare), str(path))
-    return path
-
-
-def verdicts(findings: list[Finding]) -> dict[tuple[str, str], str]:
-    """(ref or commit, kind) → verdict, for assertions that read like the report."""
-    out: dict[tuple[str, str], str] = {}
-    for f in findings:
-        out[(f.commit or f.ref, f.kind)] = f.verdict
-    return out
-
-
-def commit_verdicts(findings: list[Finding]) -> dict[str, str]:
-    return {f.commit: f.verdict for f in findings if f.commit is not None}
 
 
 @pytest.fixture(autouse=True)
@@ -200,7 +122,7 @@ def test_a_rename_out_of_backlog_is_not_backlog_only(tmp_path: Path) -> None:
     assert commit_verdicts(run.judge())[moved] == UNGRANTED  # src/tool.py is gone: a change
 
 
-def test_merge_commits_are_judged_against_their_first_parent(tmp_path: Path) -> None:
+def test_merge_commits_are_judged_against_every_parent(tmp_path: Path) -> None:
     run = Run(tmp_path)
     base = rev(run.clone, "HEAD")
     git(run.clone, "checkout", "-q", "-b", "side")
@@ -218,7 +140,9 @@ def test_merge_commits_are_judged_against_their_first_parent(tmp_path: Path) -> 
     run.push(logged=False)
     got = commit_verdicts(run.judge())
     assert got == {main_code: PUSH_LOGGED, side_task: BACKLOG_ONLY,
-                   backlog_merge: BACKLOG_ONLY,  # brings only backlog/ into main
+                   # Only backlog/ against main, but src/m.py against the side branch: a merge
+                   # is backlog-only only when it is against every parent.
+                   backlog_merge: UNGRANTED,
                    side_code: UNGRANTED,  # an unlogged commit brought in by a merge parent
                    code_merge: UNGRANTED}
 

@@ -82,11 +82,14 @@ def test_unreachable_and_hanging_remotes_are_unavailable_with_reasons(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     clone, bare = make_repo_with_remote(tmp_path)
     git(clone, "remote", "add", "gone", str(tmp_path / "no-such-remote.git"))
-    sleeper = tmp_path / "slow-upload-pack"
+    # An ssh transport that never answers (the closeout environment's own ssh command; one set
+    # in the clone's config is never used).
+    sleeper = tmp_path / "slow-ssh"
     sleeper.write_text("#!/bin/sh\nexec sleep 30\n")
     sleeper.chmod(0o755)
-    git(clone, "remote", "add", "stuck", str(bare))
-    git(clone, "config", "remote.stuck.uploadpack", str(sleeper))
+    stuck_url = "ssh://stuck.invalid/repo.git"
+    git(clone, "remote", "add", "stuck", stuck_url)
+    monkeypatch.setenv("GIT_SSH_COMMAND", str(sleeper))
     monkeypatch.setenv("LOOP_PI_GIT_TIMEOUT", "2")
 
     started = time.monotonic()
@@ -98,7 +101,7 @@ def test_unreachable_and_hanging_remotes_are_unavailable_with_reasons(
     assert remotes["gone"]["available"] is False and "refs" not in remotes["gone"]
     assert "git ls-remote --symref gone failed" in remotes["gone"]["reason"]
     assert "no-such-remote.git" in remotes["gone"]["reason"]
-    assert remotes["stuck"] == {"available": False, "url": str(bare), "reason":
+    assert remotes["stuck"] == {"available": False, "url": stuck_url, "reason":
                                 "git ls-remote --symref stuck failed: timed out after 2s (killed)"}
     assert elapsed < 10  # both remotes asked at once, the hung one cut off at 2 s
     reasons = snapshot_complete(snap)

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from audit.charter import Charter, charter_sha256, load_charter
-from audit.compare import Finding, exit_code, judge
+from audit.compare import judge
 from audit.github import github_hosts
 from audit.history import gather_history
+from audit.model import Finding, exit_code
 from audit.pushlog import PushEntry, read_push_log
 from audit.report import render_json, render_text
 from audit.rundir import (

@@ -1,0 +1,50 @@
+"""What every part of one repository's judgement shares: its inputs and how it adds findings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from audit.charter import Charter
+from audit.model import Finding, History
+from audit.pushlog import PushEntry
+from audit.rules import entry_covers_remote
+from audit.urls import github_repo_from_url
+
+
+@dataclass
+class JudgeBase:
+    repo: str
+    before: Mapping[str, Any]
+    after: Mapping[str, Any]
+    entries: tuple[PushEntry, ...]
+    charter: Charter | None
+    history: History
+    hosts: tuple[str, ...]
+    findings: list[Finding] = field(default_factory=list)
+    commit_verdicts: dict[str, str] = field(default_factory=dict)
+    release_verdicts: dict[tuple[str, str], str] = field(default_factory=dict)
+
+
+    # -- findings -------------------------------------------------------------------------
+
+    def _add(self, remote: str, ref: str, kind: str, before: str | None, after: str | None,
+             verdict: str, reason: str, commit: str | None = None, order: int = 0,
+             parent: str | None = None) -> Finding:
+        finding = Finding(self.repo, remote, ref, kind, before, after, commit, verdict, reason,
+                          order, parent)
+        self.findings.append(finding)
+        return finding
+
+    def _remote_entries(self, name: str, part: Mapping[str, Any]) -> list[PushEntry]:
+        return [e for e in self.entries if entry_covers_remote(e, name, part)]
+
+    def _github_repos(self, part: Mapping[str, Any]) -> list[str]:
+        names: list[str] = []
+        for url in [part.get("url"), *part.get("pushurls", [])]:
+            if isinstance(url, str):
+                found = github_repo_from_url(url, self.hosts)
+                if found is not None and found.lower() not in [n.lower() for n in names]:
+                    names.append(found)
+        return names

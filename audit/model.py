@@ -1,0 +1,140 @@
+"""The audit's data: verdicts, findings, commits and what git said about a branch.
+
+Plain values only, shared by the evidence side (`audit.history`, `audit.snapshot`) and the judge
+(`audit.compare`), so neither has to import the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from audit.pushlog import ZERO, PushEntry
+
+
+class Verdict(StrEnum):
+    PUSH_LOGGED = "PUSH_LOGGED"
+    BACKLOG_ONLY = "BACKLOG_ONLY"
+    RELEASE_PLEASE = "RELEASE_PLEASE"
+    FOREIGN = "FOREIGN"
+    UNGRANTED = "UNGRANTED"
+    NON_FAST_FORWARD = "NON_FAST_FORWARD"
+    UNVERIFIED = "UNVERIFIED"
+
+
+PUSH_LOGGED = Verdict.PUSH_LOGGED
+BACKLOG_ONLY = Verdict.BACKLOG_ONLY
+RELEASE_PLEASE = Verdict.RELEASE_PLEASE
+FOREIGN = Verdict.FOREIGN
+UNGRANTED = Verdict.UNGRANTED
+NON_FAST_FORWARD = Verdict.NON_FAST_FORWARD
+UNVERIFIED = Verdict.UNVERIFIED
+
+PASSING = frozenset({PUSH_LOGGED, BACKLOG_ONLY, RELEASE_PLEASE, FOREIGN})
+VIOLATIONS = frozenset({UNGRANTED, NON_FAST_FORWARD})
+FAILING = VIOLATIONS | {UNVERIFIED}
+# Most severe first: what a branch line shows when its commits disagree.
+SEVERITY = (NON_FAST_FORWARD, UNGRANTED, UNVERIFIED, FOREIGN, RELEASE_PLEASE, BACKLOG_ONLY,
+            PUSH_LOGGED)
+# Who may publish a release-please release (and upload its assets).
+RELEASE_BOTS = ("release-please[bot]", "github-actions[bot]")
+
+
+@dataclass(frozen=True)
+class Finding:
+    repo: str
+    remote: str
+    ref: str
+    kind: str
+    before: str | None
+    after: str | None
+    commit: str | None
+    verdict: str
+    reason: str
+    # Where a commit sits beneath its ref (git's topological order) and its first parent, for
+    # the text line; not part of the JSON.
+    order: int = field(default=0, compare=False)
+    parent: str | None = field(default=None, compare=False)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"repo": self.repo, "remote": self.remote, "ref": self.ref, "kind": self.kind,
+                "before": self.before, "after": self.after, "commit": self.commit,
+                "verdict": self.verdict, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    parents: tuple[str, ...]
+    subject: str | None  # None when git's record of it could not be parsed
+    sessions: tuple[str, ...]
+    paths: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BranchHistory:
+    """What git said about one changed default branch.
+
+    `commits` holds every commit reachable from the after tip or from a push-log tip of that
+    remote and not from the excluded before tips, children before parents. `present` holds the
+    push-log tips that exist locally as commits: a present tip outside `commits` is an ancestor of
+    the before tip. `problem` says why the branch could not be checked at all.
+    """
+    fast_forward: bool | None
+    commits: tuple[Commit, ...] = ()
+    present: frozenset[str] = frozenset()
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class History:
+    entries: Mapping[str, tuple[PushEntry, ...]]  # snapshot repo → the log entries naming it
+    branches: Mapping[tuple[str, str, str], BranchHistory]  # (repo, remote, ref)
+    # Log entries naming no repository of the before snapshot: pushes nobody snapshotted.
+    unmatched: tuple[PushEntry, ...] = ()
+
+
+@dataclass(frozen=True)
+class Change:
+    ref: str
+    before: str | None
+    after: str | None
+
+    @property
+    def change(self) -> str:
+        if self.before is None:
+            return "added"
+        return "deleted" if self.after is None else "moved"
+
+
+
+def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """Report order: by repository, remote and ref; a ref's own line before its commits."""
+    return sorted(findings, key=lambda f: (f.repo, f.remote, f.ref, f.kind == "commit", f.order,
+                                           f.kind, f.commit or ""))
+
+
+def exit_code(findings: Sequence[Finding]) -> int:
+    verdicts = {f.verdict for f in findings}
+    if verdicts & VIOLATIONS:
+        return 1
+    if UNVERIFIED in verdicts:
+        return 3
+    return 0
+
+
+def overall(findings: Sequence[Finding]) -> str:
+    return {0: "pass", 1: "fail", 3: "could_not_check"}[exit_code(findings)]
+
+
+
+def short(sha: str | None) -> str:
+    return (sha or ZERO)[:7]
+
+
+
+def most_severe(verdicts: Iterable[str]) -> str:
+    present = set(verdicts)
+    return next(v for v in SEVERITY if v in present)

@@ -1,0 +1,249 @@
+"""Releases, their tags and release-please commits: the parts of the judgement GitHub owns."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from audit.charter import grants_release_please
+from audit.judge_base import JudgeBase
+from audit.model import (
+    PUSH_LOGGED,
+    RELEASE_BOTS,
+    RELEASE_PLEASE,
+    UNGRANTED,
+    UNVERIFIED,
+    Change,
+    Commit,
+    short,
+)
+from audit.pushlog import PushEntry
+from audit.rules import (
+    LOCAL,
+    PEELED,
+    chain,
+    is_release_path,
+    is_release_subject,
+    lines,
+    paths_note,
+    ref_changes,
+)
+
+
+class ReleaseJudge(JudgeBase):
+    def _release_commit(self, commit: Commit, branch: str,
+                        gh_repos: Sequence[str]) -> tuple[str, str] | None:
+        """RELEASE_PLEASE, or why a commit shaped like a release is not one; None otherwise."""
+        if commit.subject is None or not is_release_subject(commit.subject, branch):
+            return None
+        if not commit.paths or not all(is_release_path(p) for p in commit.paths):
+            return None
+        granted = [g for g in gh_repos if grants_release_please(self.charter, g)]
+        if not granted:
+            where = ", ".join(gh_repos) if gh_repos else "a remote not on GitHub"
+            return UNGRANTED, (f"is shaped like a release-please release, but the charter "
+                               f"grants no release-please for {where}")
+        part = self.after.get("releases", {})
+        if not part.get("available"):
+            return UNVERIFIED, ("is shaped like a release-please release, but the releases "
+                                f"could not be read: {part.get('reason', 'unavailable')}")
+        for rel in part.get("releases", []):
+            rel_repo = self._release_repo(rel, part)
+            if rel_repo is None or rel_repo.lower() not in [g.lower() for g in granted]:
+                continue
+            if rel.get("author") not in RELEASE_BOTS:
+                continue
+            if commit.sha in self._tag_commits(rel_repo, str(rel["tag_name"]), self.after):
+                return RELEASE_PLEASE, (f"is release {rel['tag_name']} by {rel['author']} "
+                                        f"(granted for {rel_repo}); changes "
+                                        f"{paths_note(commit.paths)}")
+        return UNGRANTED, ("is shaped like a release-please release, but no release by "
+                           f"{' or '.join(RELEASE_BOTS)} has its tag on it")
+
+
+    # -- releases and tags ------------------------------------------------------------------
+
+    def _release_repo(self, rel: Mapping[str, Any], part: Mapping[str, Any]) -> str | None:
+        value = rel.get("repo") or next(iter(self._release_repos(part)), None)
+        return value if isinstance(value, str) else None
+
+    def _release_repos(self, part: Mapping[str, Any]) -> list[str]:
+        """The GitHub repositories a releases part is about, primary first: as the snapshot
+        recorded them, else (a snapshot in the contract's bare form) the ones the remotes'
+        configured URLs name, origin first, as the contract says."""
+        named = part.get("github_repos") or [part.get("github_repo")]
+        recorded = [g for g in named if isinstance(g, str) and g]
+        if recorded:
+            return recorded
+        found: list[str] = []
+        for snap in (self.after, self.before):
+            remotes: Mapping[str, Any] = snap.get("remotes", {})
+            for name in sorted(remotes, key=lambda n: (n != "origin", n)):
+                for g in self._github_repos(remotes[name]):
+                    if g.lower() not in [f.lower() for f in found]:
+                        found.append(g)
+        return found
+
+    def _tag_commits(self, gh_repo: str, tag: str, snap: Mapping[str, Any]) -> set[str]:
+        """Commits the tag names on the remotes whose URLs name `gh_repo`."""
+        found: set[str] = set()
+        for part in snap.get("remotes", {}).values():
+            if not part.get("available") or gh_repo.lower() not in [
+                    g.lower() for g in self._github_repos(part)]:
+                continue
+            refs = part.get("refs", {})
+            sha = refs.get(f"refs/tags/{tag}{PEELED}") or refs.get(f"refs/tags/{tag}")
+            if isinstance(sha, str):
+                found.add(sha)
+        return found
+
+    def _judge_releases(self) -> bool:
+        b, a = self.before.get("releases", {}), self.after.get("releases", {})
+        down = [f"{side}: {p.get('reason', 'unavailable')}"
+                for side, p in (("before", b), ("after", a)) if not p.get("available")]
+        if down:
+            self._add("github", "releases", "releases-unavailable", None, None, UNVERIFIED,
+                      "; ".join(down))
+            return False
+        b_by = _releases_by_key(b, next(iter(self._release_repos(b)), ""))
+        a_by = _releases_by_key(a, next(iter(self._release_repos(a)), ""))
+        for key in sorted(set(b_by) | set(a_by)):
+            olds, news = b_by.get(key, []), a_by.get(key, [])
+            if olds == news:
+                continue
+            gh_repo, tag = key
+            remote, ref = f"github:{gh_repo}" if gh_repo else "github", f"releases/{tag}"
+            before_sha = _one(self._tag_commits(gh_repo, tag, self.before)) if olds else None
+            after_sha = _one(self._tag_commits(gh_repo, tag, self.after)) if news else None
+            if olds and news:
+                self._add(remote, ref, "release-changed", before_sha, after_sha, UNGRANTED,
+                          "release changed: " + _release_diff(olds, news))
+                continue
+            if olds:
+                self._add(remote, ref, "release-deleted", before_sha, None, UNGRANTED,
+                          f"release {tag} deleted")
+                continue
+            for rel in news:
+                verdict, reason = self._judge_added_release(gh_repo, tag, json.loads(rel))
+                self.release_verdicts[(gh_repo.lower(), tag)] = verdict
+                self._add(remote, ref, "release-added", None, after_sha, verdict, reason)
+        return True
+
+    def _judge_added_release(self, gh_repo: str, tag: str,
+                             rel: Mapping[str, Any]) -> tuple[str, str]:
+        author = rel.get("author")
+        if not grants_release_please(self.charter, gh_repo):
+            return UNGRANTED, (f"release {tag} by {author}: the charter grants no release-please "
+                               f"for {gh_repo or 'this repository'}")
+        if author not in RELEASE_BOTS:
+            return UNGRANTED, (f"release {tag} made by {author}, not by "
+                               f"{' or '.join(RELEASE_BOTS)}")
+        targets = self._tag_commits(gh_repo, tag, self.after)
+        if not targets:
+            return UNGRANTED, f"release {tag} by {author}: its tag is on no remote of {gh_repo}"
+        judged = sorted((self.commit_verdicts.get(t), t) for t in targets
+                        if self.commit_verdicts.get(t) in (RELEASE_PLEASE, PUSH_LOGGED))
+        if judged and len(judged) == len(targets):
+            return RELEASE_PLEASE, (f"release {tag} by {author} (granted for {gh_repo}); its tag "
+                                    f"is on {short(judged[0][1])}, judged {judged[0][0]}")
+        return UNGRANTED, (f"release {tag} by {author}: its tag is on "
+                           f"{', '.join(short(t) for t in sorted(targets))}, a commit this audit "
+                           "judged neither RELEASE_PLEASE nor PUSH_LOGGED")
+
+    def _release_tag(self, tag_ref: str, value: str | None, releases_ok: bool,
+                     remote_repos: Sequence[str] | None) -> tuple[str, str] | None:
+        """RELEASE_PLEASE for an added tag owned by a granted release-please release (UNVERIFIED
+        when the releases could not be read and one might have owned it); None otherwise.
+
+        A remote tag belongs to the release when the remote names the release's repository; a
+        local tag when it holds the same object as that repository's remote tag."""
+        tag = tag_ref.removeprefix("refs/tags/")
+        if not releases_ok:
+            part = self.after.get("releases", {})
+            candidates = (list(remote_repos) if remote_repos is not None
+                          else self._release_repos(part))
+            if any(grants_release_please(self.charter, g) for g in candidates):
+                return UNVERIFIED, ("may belong to a release-please release, but the releases "
+                                    "could not be read")
+            return None
+        for (gh_repo, rel_tag), verdict in sorted(self.release_verdicts.items()):
+            if rel_tag != tag or verdict != RELEASE_PLEASE:
+                continue
+            if remote_repos is not None:
+                owned = gh_repo in [g.lower() for g in remote_repos]
+            else:
+                owned = value in self._tag_values(gh_repo, tag)
+            if owned:
+                return RELEASE_PLEASE, f"tag of release {tag} of {gh_repo} (RELEASE_PLEASE)"
+        return None
+
+    def _tag_values(self, gh_repo: str, tag: str) -> set[str]:
+        values: set[str] = set()
+        for part in self.after.get("remotes", {}).values():
+            if part.get("available") and gh_repo.lower() in [
+                    g.lower() for g in self._github_repos(part)]:
+                sha = part.get("refs", {}).get(f"refs/tags/{tag}")
+                if isinstance(sha, str):
+                    values.add(sha)
+        return values
+
+    def _judge_remote_tag(self, name: str, a_part: Mapping[str, Any], change: Change,
+                          releases_ok: bool) -> None:
+        self._judge_tag(name, change, self._remote_entries(name, a_part), releases_ok,
+                        self._github_repos(a_part))
+
+    def _judge_tag(self, remote: str, change: Change, entries: Sequence[PushEntry],
+                   releases_ok: bool, remote_repos: Sequence[str] | None) -> None:
+        kind = f"tag-{change.change}"
+        logged = chain([e for e in entries if e.ref == change.ref], change.before, change.after)
+        if logged is not None:
+            self._add(remote, change.ref, kind, change.before, change.after, PUSH_LOGGED,
+                      f"logged (push-log line{'s' if len(logged) > 1 else ''} "
+                      f"{lines(logged)})")
+            return
+        if change.before is None:
+            release = self._release_tag(change.ref, change.after, releases_ok, remote_repos)
+            if release is not None:
+                self._add(remote, change.ref, kind, None, change.after, *release)
+                return
+            why = "a tag the log never saw, and no granted release-please release owns it"
+        else:
+            why = (f"tag {change.change}: a push the log never saw (a moved or deleted tag is "
+                   "never release-please's)")
+        self._add(remote, change.ref, kind, change.before, change.after, UNGRANTED, why)
+
+    def _judge_local_tags(self, releases_ok: bool) -> None:
+        b, a = self.before.get("tags", {}), self.after.get("tags", {})
+        down = [f"{side}: {p.get('reason', 'unavailable')}"
+                for side, p in (("before", b), ("after", a)) if not p.get("available")]
+        if down:
+            self._add(LOCAL, "refs/tags", "tags-unavailable", None, None, UNVERIFIED,
+                      "; ".join(down))
+            return
+        for change in ref_changes(b.get("tags", {}), a.get("tags", {})):
+            self._judge_tag(LOCAL, change, self.entries, releases_ok, None)
+
+
+
+def _releases_by_key(part: Mapping[str, Any], default_repo: str
+                     ) -> dict[tuple[str, str], list[str]]:
+    """Releases grouped by (GitHub repo, tag), each as canonical JSON for comparison."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for rel in part.get("releases", []):
+        repo = rel.get("repo") or default_repo
+        key = (str(repo).lower(), str(rel.get("tag_name")))
+        out.setdefault(key, []).append(json.dumps(rel, sort_keys=True))
+    return {k: sorted(v) for k, v in out.items()}
+
+
+def _release_diff(olds: Sequence[str], news: Sequence[str]) -> str:
+    if len(olds) != 1 or len(news) != 1:
+        return f"{len(olds)} release(s) with this tag before, {len(news)} after"
+    old, new = json.loads(olds[0]), json.loads(news[0])
+    keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    return ", ".join(f"{k} {old.get(k)!r} → {new.get(k)!r}" for k in keys)
+
+
+def _one(values: set[str]) -> str | None:
+    return sorted(values)[0] if values else None
