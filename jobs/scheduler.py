@@ -46,9 +46,10 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import STATE_STOPPED
-from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.base import BaseTrigger
 
 from jobs.config import Config, load_config
+from jobs.daily import DailyTrigger
 from jobs.errors import EXIT_UNCHECKED, LoopError
 from jobs.fsutil import LockBusy, exclusive_lock
 from jobs.logs import get_logger
@@ -111,9 +112,9 @@ def machine_zone(fallback: tzinfo) -> tzinfo:
     return fallback
 
 
-def daily_trigger(config: Config) -> CronTrigger:
+def daily_trigger(config: Config) -> DailyTrigger:
     hour, minute = config.schedule
-    return CronTrigger(hour=hour, minute=minute, timezone=schedule_zone(config))
+    return DailyTrigger(hour, minute, timezone=schedule_zone(config))
 
 
 def scheduler_db_path(state_dir: Path) -> Path:
@@ -158,7 +159,7 @@ def _iso(moment: datetime | None) -> str | None:
     return None if moment is None else moment.astimezone(UTC).isoformat()
 
 
-def ensure_job(scheduler: _Scheduler, trigger: CronTrigger, job: JobFunc,
+def ensure_job(scheduler: _Scheduler, trigger: BaseTrigger, job: JobFunc,
                kwargs: dict[str, Any], *, state_dir: Path,
                now: datetime | None = None) -> datetime | None:
     """Make the stored daily job match the configuration without losing a missed run.
@@ -206,6 +207,23 @@ def ensure_job(scheduler: _Scheduler, trigger: CronTrigger, job: JobFunc,
     return next_run
 
 
+def due_run(next_run: datetime | None, trigger: BaseTrigger, now: datetime) -> datetime | None:
+    """The occurrence a scheduler started at `now` acts on, or None when nothing is overdue.
+
+    With `coalesce`, APScheduler folds every occurrence from `next_run` up to `now` into the
+    latest one, and judges only that one against the misfire grace: a run missed two days ago is
+    caught up by yesterday's or today's occurrence, not dropped.
+    """
+    if next_run is None or next_run > now:
+        return None
+    latest = next_run
+    while True:
+        following: datetime | None = trigger.get_next_fire_time(latest, now)
+        if following is None or following > now:
+            return latest
+        latest = following
+
+
 def run_daily_verification(config_path: str | None = None) -> int:
     """The scheduled job: reload the configuration and run every due verification once.
 
@@ -229,7 +247,7 @@ def run_daily_verification(config_path: str | None = None) -> int:
     return exit_code
 
 
-def _on_event(trigger: CronTrigger) -> Callable[[JobExecutionEvent], None]:
+def _on_event(trigger: BaseTrigger) -> Callable[[JobExecutionEvent], None]:
     # Runs in the executor thread, possibly while shutdown() holds the job store lock: compute the
     # next run time from the trigger instead of asking the scheduler.
     def listener(event: JobExecutionEvent) -> None:
@@ -273,7 +291,7 @@ def serve_lock(state_dir: Path) -> Iterator[None]:
 
 
 def serve(config: Config, *, job: JobFunc = run_daily_verification,
-          trigger: CronTrigger | None = None, stop: threading.Event = STOP,
+          trigger: BaseTrigger | None = None, stop: threading.Event = STOP,
           install_signal_handlers: bool = True,
           on_ready: Callable[[datetime | None], None] | None = None) -> int:
     """Run the daily job until SIGTERM/SIGINT (or until `stop` is set); return the exit code.
@@ -315,7 +333,7 @@ def _state_dir_errors(state_dir: Path) -> Iterator[None]:
                         EXIT_UNCHECKED) from None
 
 
-def _start_paused(config: Config, trigger: CronTrigger, job: JobFunc,
+def _start_paused(config: Config, trigger: BaseTrigger, job: JobFunc,
                   kwargs: dict[str, Any], now: datetime) -> tuple[_Scheduler, datetime | None]:
     """The scheduler started paused with its job in place; on a store that cannot be opened it
     is left stopped and the error is raised."""
@@ -339,7 +357,7 @@ def _start_paused(config: Config, trigger: CronTrigger, job: JobFunc,
         raise
 
 
-def _serve_locked(config: Config, trigger: CronTrigger, job: JobFunc, kwargs: dict[str, Any],
+def _serve_locked(config: Config, trigger: BaseTrigger, job: JobFunc, kwargs: dict[str, Any],
                   stop: threading.Event,
                   on_ready: Callable[[datetime | None], None] | None,
                   signals: _SignalPipe | None = None) -> int:
@@ -349,10 +367,11 @@ def _serve_locked(config: Config, trigger: CronTrigger, job: JobFunc, kwargs: di
     try:
         _log.info("scheduler.started", job_id=JOB_ID, schedule=config.schedule_text,
                   timezone=str(trigger.timezone), state_dir=str(config.state_dir))
-        if next_run is not None and next_run <= now:
-            late = (now - next_run).total_seconds()
-            _log.info("scheduler.catch_up", job_id=JOB_ID, scheduled_run_time=_iso(next_run),
-                      late_by_seconds=round(late, 1),
+        due = due_run(next_run, trigger, now)
+        if due is not None:
+            late = (now - due).total_seconds()
+            _log.info("scheduler.catch_up", job_id=JOB_ID, scheduled_run_time=_iso(due),
+                      first_missed_run_time=_iso(next_run), late_by_seconds=round(late, 1),
                       will_run=late <= MISFIRE_GRACE_SECONDS)
         _log.info("scheduler.next_run", job_id=JOB_ID, next_run_time=_iso(next_run))
         print(f"loop-verify serve: daily at {config.schedule_text} ({trigger.timezone}); "

@@ -6,11 +6,13 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta, tzinfo
+from datetime import time as wall_time
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
-from apscheduler.triggers.cron import CronTrigger
+from apscheduler.triggers.base import BaseTrigger
 
 from jobs.config import Config, load_config
 from jobs.scheduler import JOB_ID, JobFunc, build_scheduler, daily_trigger, ensure_job
@@ -43,7 +45,7 @@ def write_config(directory: Path, **keys: Any) -> Config:
 
 
 def seed_store(config: Config, next_run_time: datetime, job: JobFunc = record_run,
-               trigger: CronTrigger | None = None) -> None:
+               trigger: BaseTrigger | None = None) -> None:
     """Put the daily job in the persistent store with `next_run_time`, as a process that went
     down before that time would have left it."""
     scheduler = build_scheduler(config)
@@ -107,3 +109,25 @@ class InProcessServe:
         self.stop.set()
         self.thread.join(15)
         assert not self.thread.is_alive(), "serve did not stop"
+
+
+def zone_config(directory: Path, zone: str, moment: datetime) -> Config:
+    """A config whose daily time is `moment`'s wall time (to the minute) in `zone`, so a test
+    places the schedule relative to now instead of depending on the time of day."""
+    local = moment.astimezone(ZoneInfo(zone))
+    return write_config(directory / "cfg dir", schedule=f"{local:%H:%M}", timezone=zone)
+
+
+def first_instant_reading(day: date, at: wall_time, zone: tzinfo) -> datetime:
+    """The first instant whose wall clock in `zone` reads `at` or later on `day`, found by
+    walking the clock (independent of the trigger's arithmetic, for checking it)."""
+    target = datetime.combine(day, at)
+    moment = datetime.combine(day - timedelta(days=1), at, tzinfo=UTC)
+    step = timedelta(minutes=15)
+    while moment.astimezone(zone).replace(tzinfo=None) < target:
+        moment += step
+    while step > timedelta(seconds=1):
+        step /= 2
+        if (moment - step).astimezone(zone).replace(tzinfo=None) >= target:
+            moment -= step
+    return moment.replace(microsecond=0)

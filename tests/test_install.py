@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -63,7 +64,7 @@ def program(tmp_path: Path) -> Path:
     folder = tmp_path / "my tools 100%" / "bin"
     folder.mkdir(parents=True)
     link = folder / "loop-verify"
-    link.symlink_to(REPO_ROOT / ".venv" / "bin" / "loop-verify")
+    link.symlink_to(Path(sysconfig.get_path("scripts")) / "loop-verify")
     return link
 
 

@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -168,7 +169,7 @@ def test_a_scheduled_path_without_just_is_warned_at_install_and_failed_by_doctor
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "no-runtime"))
     (tmp_path / "log").mkdir()
     config = load_config(write_config(tmp_path, tmp_path / "state"))
-    program = REPO_ROOT / ".venv" / "bin" / "loop-verify"
+    program = Path(sysconfig.get_path("scripts")) / "loop-verify"
     # A PATH with git (the system's) but no just: the agent would fail every recipe.
     git_dir = str(Path(str(shutil.which("git"))).parent)
     assert shutil.which("just", path=git_dir) is None

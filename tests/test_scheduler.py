@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 import sqlalchemy as sa
-from apscheduler.triggers.cron import CronTrigger
 from scheduler_helpers import (
     InProcessServe,
+    first_instant_reading,
     log_events,
     record_run,
     runs,
     seed_store,
     wait_for,
     write_config,
+    zone_config,
 )
 
 from jobs.config import Config
+from jobs.daily import DailyTrigger
 from jobs.logs import configure_logging
 from jobs.scheduler import (
     JOB_ID,
@@ -41,12 +45,23 @@ def config(tmp_path: Path) -> Config:
     logging.getLogger().handlers.clear()
 
 
+@pytest.fixture
+def at(tmp_path: Path) -> Iterator[Callable[[datetime], Config]]:
+    """A config (logging to its own file) whose daily time is a given moment's wall time in
+    Europe/London: tests place the schedule relative to now, whatever the time of day."""
+    def make(moment: datetime) -> Config:
+        cfg = zone_config(tmp_path, "Europe/London", moment)
+        configure_logging(cfg.log_file, console=False)
+        return cfg
+    yield make
+    logging.getLogger().handlers.clear()
+
+
 def test_job_fires_at_its_scheduled_time(config: Config) -> None:
     fire_at = (datetime.now(UTC) + timedelta(seconds=2)).replace(microsecond=0) \
         + timedelta(seconds=1)
     local = fire_at.astimezone(config.timezone)
-    trigger = CronTrigger(hour=local.hour, minute=local.minute, second=local.second,
-                          timezone=config.timezone)
+    trigger = DailyTrigger(local.hour, local.minute, local.second, timezone=config.timezone)
     with InProcessServe(config, job=record_run, trigger=trigger) as daemon:
         assert daemon.next_run == fire_at
         assert runs(config) == []
@@ -55,14 +70,19 @@ def test_job_fires_at_its_scheduled_time(config: Config) -> None:
         assert fire_at <= ran < fire_at + timedelta(seconds=2)
         assert wait_for(lambda: len(log_events(config.log_file, "scheduler.run_finished")) == 1)
     nexts = log_events(config.log_file, "scheduler.next_run")
-    # Logged at start-up and again after the run, then the next day's time.
-    assert [datetime.fromisoformat(e["next_run_time"]) for e in nexts] == \
-        [fire_at, fire_at + timedelta(days=1)]
+    # Logged at start-up and again after the run: then the same wall time on the next local day
+    # (not 24 hours later: the eve of a DST change has a 23- or 25-hour day).
+    tomorrow = first_instant_reading(local.date() + timedelta(days=1), local.time(),
+                                     config.timezone)
+    assert [datetime.fromisoformat(e["next_run_time"]) for e in nexts] == [fire_at, tomorrow]
     assert daemon.result == [0]
 
 
-def test_missed_run_is_caught_up_exactly_once(config: Config) -> None:
-    missed = datetime.now(UTC) - timedelta(hours=3)
+def test_missed_run_is_caught_up_exactly_once(at: Callable[[datetime], Config]) -> None:
+    now = datetime.now(UTC)
+    # The daily time lies six hours ahead, so no occurrence falls inside the test.
+    config = at(now + timedelta(hours=6))
+    missed = now - timedelta(hours=3)
     seed_store(config, missed)
     # Starting and stopping a paused scheduler on the store must not consume the missed run.
     assert stored_next_run(config.state_dir) == missed.replace(microsecond=missed.microsecond)
@@ -72,7 +92,8 @@ def test_missed_run_is_caught_up_exactly_once(config: Config) -> None:
         assert daemon.next_run == missed
         assert wait_for(lambda: len(runs(config)) == 1, timeout=5)
         assert wait_for(lambda: len(log_events(config.log_file, "scheduler.run_finished")) == 1)
-    tomorrow = daily_trigger(config).get_next_fire_time(None, datetime.now(UTC))
+    tomorrow = daily_trigger(config).get_next_fire_time(None, now)
+    assert tomorrow is not None and tomorrow > now + timedelta(hours=5)
     assert stored_next_run(config.state_dir) == tomorrow
     catch_up = log_events(config.log_file, "scheduler.catch_up")
     assert len(catch_up) == 1 and catch_up[0]["will_run"] is True
@@ -84,8 +105,16 @@ def test_missed_run_is_caught_up_exactly_once(config: Config) -> None:
     assert log_events(config.log_file, "scheduler.missed") == []
 
 
-def test_run_more_than_12_hours_late_is_skipped_and_logged(config: Config) -> None:
-    missed = datetime.now(UTC) - timedelta(seconds=MISFIRE_GRACE_SECONDS + 3600)
+def test_run_more_than_12_hours_late_is_skipped_and_logged(
+        at: Callable[[datetime], Config]) -> None:
+    now = datetime.now(UTC)
+    # The daily time was 13 hours ago, so the next occurrence is 10 to 12 hours ahead: the
+    # missed run is the only one due and it is beyond the grace.
+    missed_at = now - timedelta(seconds=MISFIRE_GRACE_SECONDS + 3600)
+    config = at(missed_at)
+    trigger = daily_trigger(config)
+    missed = trigger.get_next_fire_time(None, missed_at - timedelta(minutes=2))
+    assert missed is not None and now - missed > timedelta(seconds=MISFIRE_GRACE_SECONDS)
     seed_store(config, missed)
     with InProcessServe(config, job=record_run):
         assert wait_for(lambda: bool(log_events(config.log_file, "scheduler.missed")), timeout=5)
@@ -93,18 +122,49 @@ def test_run_more_than_12_hours_late_is_skipped_and_logged(config: Config) -> No
     [entry] = log_events(config.log_file, "scheduler.missed")
     assert datetime.fromisoformat(entry["scheduled_run_time"]) == missed
     assert entry["late_by_seconds"] > MISFIRE_GRACE_SECONDS
-    assert stored_next_run(config.state_dir) == \
-        daily_trigger(config).get_next_fire_time(None, datetime.now(UTC))
+    [catch_up] = log_events(config.log_file, "scheduler.catch_up")
+    assert catch_up["will_run"] is False
+    following = trigger.get_next_fire_time(missed, now)
+    assert following is not None and following > now
+    assert stored_next_run(config.state_dir) == following
+
+
+def test_a_later_occurrence_within_the_grace_runs_once(at: Callable[[datetime], Config]) -> None:
+    now = datetime.now(UTC)
+    # Down since yesterday's run: today's occurrence (an hour ago) is within the grace, so it
+    # runs once, for both days (coalesced), and the start-up log says which one runs.
+    config = at(now - timedelta(hours=1))
+    trigger = daily_trigger(config)
+    today = trigger.get_next_fire_time(None, now - timedelta(hours=2))
+    assert today is not None and today <= now
+    yesterday = first_instant_reading(
+        today.astimezone(config.timezone).date() - timedelta(days=1),
+        today.astimezone(config.timezone).time(), config.timezone)
+    seed_store(config, yesterday)
+    with InProcessServe(config, job=record_run) as daemon:
+        assert daemon.next_run == yesterday
+        assert wait_for(lambda: len(runs(config)) == 1, timeout=5)
+        assert wait_for(lambda: bool(log_events(config.log_file, "scheduler.run_finished")))
+    [catch_up] = log_events(config.log_file, "scheduler.catch_up")
+    assert catch_up["will_run"] is True
+    assert datetime.fromisoformat(catch_up["scheduled_run_time"]) == today
+    assert datetime.fromisoformat(catch_up["first_missed_run_time"]) == yesterday
+    assert log_events(config.log_file, "scheduler.missed") == []
+    assert stored_next_run(config.state_dir) == trigger.get_next_fire_time(today, now)
+    assert len(runs(config)) == 1
 
 
 def test_changed_schedule_reschedules_and_is_logged(config: Config, tmp_path: Path) -> None:
-    seed_store(config, daily_trigger(config).get_next_fire_time(None, datetime.now(UTC)))
-    changed = write_config(tmp_path / "cfg dir", schedule="09:15", timezone="America/New_York")
+    now = datetime.now(UTC)
+    seed_store(config, daily_trigger(config).get_next_fire_time(None, now))
+    ahead = (now + timedelta(hours=6)).astimezone(ZoneInfo("America/New_York"))
+    changed = write_config(tmp_path / "cfg dir", schedule=f"{ahead:%H:%M}",
+                           timezone="America/New_York")
     with InProcessServe(changed, job=record_run) as daemon:
-        expected = daily_trigger(changed).get_next_fire_time(None, datetime.now(UTC))
+        expected = daily_trigger(changed).get_next_fire_time(None, now)
         assert daemon.next_run == expected
     [entry] = log_events(config.log_file, "scheduler.rescheduled")
-    assert entry["new_trigger"] == "cron[hour='9', minute='15']"
+    assert entry["new_trigger"] == f"daily[{ahead:%H:%M}:00]"
     assert entry["new_timezone"] == "America/New_York"
     assert entry["old_timezone"] == "Europe/London"
     assert stored_next_run(config.state_dir) == expected

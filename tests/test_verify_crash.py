@@ -72,8 +72,10 @@ SCENARIOS = [
 
 
 def recipe(name: str, *, counter: Path, markers: Path, hold: Path, exit_code: int = 0) -> str:
+    # One shell line: the "holding" marker exists only once the recipe has seen its hold file,
+    # so a test that waits for it cannot race the check (the hold file is removed after a kill).
     body = (f"{name}:\n    echo {name} >> {counter}\n    touch {markers}/started-{name}\n"
-            f"    if [ -e {hold}-{name} ]; then sleep 30; fi\n")
+            f"    if [ -e {hold}-{name} ]; then touch {markers}/holding-{name}; sleep 30; fi\n")
     if exit_code:
         body += f"    exit {exit_code}\n"
     return body + "\n"
@@ -165,9 +167,9 @@ def test_kill_9_then_rerun(tmp_path: Path, sc: Scenario) -> None:
     proc = start_verify(repo, "run", *TODAY, mark=mark, out=tmp_path / "killed", env=env)
     try:
         if sc.pause == "start":
-            time.sleep(0.1)
+            pass  # killed at once: still importing, before any recipe could start
         elif sc.pause == "recipe":
-            wait_for(markers / "started-verify-b", proc)
+            wait_for(markers / "holding-verify-b", proc)
         else:
             wait_for(markers / f"{sc.pause}-paused", proc)
         os.killpg(proc.pid, signal.SIGKILL)

@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -391,7 +392,7 @@ def test_repo_option_replaces_the_configured_list(tmp_path: Path) -> None:
 def test_no_repositories_is_a_usage_error(tmp_path: Path) -> None:
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"state_dir: {tmp_path / 's'}\n")
-    proc = subprocess.run(["python", "-m", "jobs.main", "run", "--config", str(cfg)],
+    proc = subprocess.run([sys.executable, "-m", "jobs.main", "run", "--config", str(cfg)],
                           capture_output=True, text=True, check=False,
                           cwd=Path(__file__).parent.parent)
     assert proc.returncode == 2 and "no repositories" in proc.stderr
