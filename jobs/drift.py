@@ -1,0 +1,25 @@
+"""What counts as drift: a recipe that left the checkout other than it found it."""
+
+from __future__ import annotations
+
+from jobs.git import WorkTreeState
+
+
+def drift_reason(after: WorkTreeState, branch: str, head_before: str,
+                 head_after: str | None) -> str | None:
+    """Why the checkout after a recipe is not the one it started in, or None.
+
+    A recipe that switched branches or committed leaves a clean tree, but the verdict would then
+    be committed somewhere else, or on top of the recipe's own commit. `head_after` is only
+    needed (and only read) when the configured branch is still checked out.
+    """
+    reasons = []
+    if not after.clean:
+        reasons.append("the recipe changed the work tree: " + ", ".join(after.changes))
+    if after.branch != branch:
+        where = "detached HEAD" if after.branch is None else f"branch {after.branch!r}"
+        reasons.append(f"the recipe left {where} checked out, not {branch!r}")
+    elif head_after is not None and head_after != head_before:
+        reasons.append(f"the recipe moved {branch!r} from {head_before[:10]} "
+                       f"to {head_after[:10]}")
+    return "; ".join(reasons) or None

@@ -1,0 +1,45 @@
+"""What to do with a pending edit a killed run left between writing a task file and its commit."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from jobs.ledger import Attempt
+from jobs.readiness import some_paths
+
+
+class Action(enum.Enum):
+    ALREADY_COMMITTED = "already committed"   # the commit landed before the run died
+    COMMIT = "commit"                          # the edit is on disk, only its commit is missing
+    ABANDON = "abandon"                        # the edit never reached the file
+    SKIP_REPO = "skip"                         # something else changed too: hands off
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: Action
+    reason: str | None = None
+
+
+def written(pending: Attempt, current_sha256: str | None) -> bool:
+    """Whether the edit's new bytes are what the target file holds now."""
+    return current_sha256 is not None and current_sha256 == pending.after_sha256
+
+
+def decide(pending: Attempt, current_sha256: str | None,
+           changes: tuple[str, ...]) -> Decision:
+    """The pending edit's fate from the target file's hash and the work tree's changed paths.
+
+    `changes` only matters once the edit is known to be written.
+    """
+    if not written(pending, current_sha256):
+        # The crash came before the file was replaced: the verdict never reached the task,
+        # which stays eligible and is verified again.
+        return Decision(Action.ABANDON)
+    if not changes:
+        return Decision(Action.ALREADY_COMMITTED)
+    if not set(changes) <= set(pending.edit_paths):
+        return Decision(Action.SKIP_REPO, "work tree changed beyond the pending edit of "
+                        f"{pending.task_id}: {some_paths(changes)}")
+    return Decision(Action.COMMIT)

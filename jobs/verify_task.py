@@ -1,0 +1,216 @@
+"""One due task, start to finish: check the recipe, run it, look for drift, write and commit the
+verdict. Pure judgement lives in `drift` and `edit_plan`; this is the sequence of side effects."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from jobs import backlog, drift, edit_plan, eligibility, git, runner, verdicts
+from jobs.config import Config, RepoConfig
+from jobs.fsutil import atomic_write
+from jobs.ledger import Attempt, Ledger
+from jobs.logs import get_logger
+from jobs.output import shown
+
+log = get_logger("loop-verify")
+
+Ticker = Callable[[str, float], None]
+
+
+@dataclass
+class RepoContext:
+    """What every task of one repository in one run shares."""
+
+    config: Config
+    repo: RepoConfig
+    run_id: str
+    ledger: Ledger | None
+    stop: threading.Event | None
+    ticker: Ticker | None
+    just: str
+    recipes: frozenset[str] | None = None   # the justfile's recipes, read once per repository
+    justfile: Path | None = None
+
+    @property
+    def root(self) -> Path:
+        return self.repo.path
+
+    def attempt(self, verdict: str, *, task: eligibility.Classified | None = None,
+                reason: str | None = None, started: datetime | None = None) -> Attempt:
+        now = datetime.now(UTC)
+        result = Attempt(run_id=self.run_id, started_at=started or now, ended_at=now,
+                         repo=str(self.root), verdict=verdict, reason=reason)
+        if task is not None:
+            result.task_id = task.task.id
+            result.task_path = str(task.task.path.relative_to(self.root))
+            result.recipe = task.recipe
+            result.label_date = task.label_date.isoformat() if task.label_date else None
+        return result
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    attempt: Attempt      # recorded in the ledger already when its `id` is set
+    go_on: bool = True    # False: the repository's remaining tasks must not run
+
+
+def storable(result: Attempt) -> Attempt:
+    """The attempt with its free-text fields fit for the ledger, the terminal and the log.
+
+    A recipe may leave a file whose name is not UTF-8; its path in a reason would otherwise make
+    the ledger write (and every later run's `skipped` record) fail.
+    """
+    for name in ("reason", "task_path", "output_path"):
+        value = getattr(result, name)
+        if value is not None:
+            setattr(result, name, shown(value))
+    return result
+
+
+def verify_task(ctx: RepoContext, task: eligibility.Classified,
+                config: backlog.BacklogConfig) -> TaskResult:
+    """Verify one due task and return what happened to it."""
+    assert task.recipe is not None and task.label is not None
+    started = datetime.now(UTC)
+    timeout = ctx.config.timeout_for(ctx.repo)
+    unsafe = edit_plan.unsafe_to_edit(task, config, timeout, started)
+    if unsafe is not None:
+        # A verdict that could not be written is not worth running the recipe for.
+        return TaskResult(ctx.attempt("error", task=task, started=started, reason=unsafe))
+    outcome = check_recipe(ctx, task, timeout)
+    if isinstance(outcome, Attempt):
+        # `just` cannot run here: this task is tried again next time; so are the others.
+        return TaskResult(outcome)
+    if outcome is None:
+        head = git.head_sha(ctx.root)
+        result = run_recipe(ctx, task, timeout)
+        if isinstance(result, Attempt):
+            return TaskResult(result, go_on=result.verdict != "interrupted")
+        outcome = result
+        after = git.work_tree_state(ctx.root)
+        head_after = git.head_sha(ctx.root) if after.branch == ctx.repo.branch else None
+        moved = drift.drift_reason(after, ctx.repo.branch, head, head_after)
+        if moved is not None:
+            att = ctx.attempt("drift", task=task, started=started, reason=moved)
+            att.exit_code, att.duration = outcome.exit_code, outcome.duration
+            att.output_path = outcome.output_path
+            return TaskResult(att, go_on=False)
+    return TaskResult(write_verdict(ctx, task, config, outcome, started))
+
+
+def output_path(ctx: RepoContext, task: eligibility.Classified) -> Path:
+    safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in task.task.id)
+    folder = ctx.config.state_dir / "runs" / ctx.run_id
+    stem = f"{ctx.root.name}-{safe}"
+    path, n = folder / f"{stem}.log", 2
+    # Two configured repositories may share a folder name (~/a/app, ~/b/app) and a task id: each
+    # verdict must keep pointing at its own output.
+    while os.path.exists(path):  # never raises: an unwritable state_dir is the runner's error
+        path, n = folder / f"{stem}-{n}.log", n + 1
+    return path
+
+
+def check_recipe(ctx: RepoContext, task: eligibility.Classified,
+                 timeout: float) -> verdicts.Outcome | Attempt | None:
+    """A failed Outcome when the recipe cannot exist, an error Attempt, or None to run it."""
+    assert task.recipe is not None
+    if ctx.recipes is None:
+        ctx.justfile = runner.find_justfile(ctx.root)
+        if ctx.justfile is None:
+            return verdicts.Outcome(verdicts.FAIL, task.recipe, timeout=timeout,
+                                    not_run="no justfile in the repository root")
+        try:
+            ctx.recipes = runner.list_recipes(ctx.justfile, ctx.root, just=ctx.just)
+        except runner.JustfileInvalid as exc:
+            return verdicts.Outcome(verdicts.FAIL, task.recipe, timeout=timeout,
+                                    not_run=f"the justfile cannot be read: {exc.message}")
+        except runner.RecipeError as exc:
+            return ctx.attempt("error", task=task, reason=str(exc))
+    if task.recipe not in ctx.recipes:
+        return verdicts.Outcome(verdicts.FAIL, task.recipe, timeout=timeout,
+                                not_run=f"the justfile has no recipe {task.recipe}")
+    return None
+
+
+def run_recipe(ctx: RepoContext, task: eligibility.Classified,
+               timeout: float) -> verdicts.Outcome | Attempt:
+    assert task.recipe is not None and ctx.justfile is not None
+    started = datetime.now(UTC)
+    out = output_path(ctx, task)
+    tick = None
+    if ctx.ticker is not None:
+        ticker, label = ctx.ticker, f"{task.task.id} just {task.recipe}"
+
+        def tick(elapsed: float) -> None:
+            ticker(label, elapsed)
+
+    log.info("verify.started", run_id=ctx.run_id, repo=str(ctx.root), task=task.task.id,
+             recipe=task.recipe, timeout_s=timeout)
+    res = runner.run_recipe(ctx.root, ctx.justfile, task.recipe, timeout=timeout,
+                            kill_grace=ctx.config.kill_grace, output_path=out, just=ctx.just,
+                            on_tick=tick, stop=ctx.stop)
+    if res.outcome in ("error", "interrupted"):
+        att = ctx.attempt(res.outcome, task=task, started=started,
+                          reason=res.error or "stopped while the recipe ran")
+        att.exit_code, att.duration, att.output_path = (res.exit_code, res.duration,
+                                                        str(res.output_path))
+        return att
+    verdict = (verdicts.TIMEOUT if res.outcome == "timed_out"
+               else verdicts.PASS if res.exit_code == 0 else verdicts.FAIL)
+    return verdicts.Outcome(verdict, task.recipe, exit_code=res.exit_code, duration=res.duration,
+                            timeout=timeout, tail=res.tail, output_path=str(res.output_path))
+
+
+def write_verdict(ctx: RepoContext, task: eligibility.Classified,
+                  config: backlog.BacklogConfig, outcome: verdicts.Outcome,
+                  started: datetime) -> Attempt:
+    """Write the verdict into the task file and commit exactly that file."""
+    assert ctx.ledger is not None
+    result = ctx.attempt(outcome.verdict, task=task, started=started)
+    result.exit_code, result.duration = outcome.exit_code, outcome.duration
+    result.output_path = outcome.output_path
+    result.reason = outcome.not_run
+    try:
+        current = task.task.path.read_bytes()
+    except OSError as exc:
+        result.verdict, result.reason = "error", f"cannot read the task file again: {exc}"
+        return result
+    edit = edit_plan.plan(ctx.root, task, config, outcome, current, datetime.now(UTC))
+    if isinstance(edit, str):
+        result.verdict, result.reason = "error", edit
+        return result
+    result.edit_state = "pending"
+    result.before_sha256 = edit_plan.sha256(edit.before)
+    result.after_sha256 = edit_plan.sha256(edit.after)
+    result.edit_paths = edit.paths
+    result.commit_message = edit.message
+    ctx.ledger.record(storable(result))
+    try:
+        edit.target.parent.mkdir(parents=True, exist_ok=True)
+        backlog.write_task(edit.target, edit.after)
+        if edit.moves:
+            edit.source.unlink()
+    except OSError as exc:
+        if edit.moves:
+            edit.target.unlink(missing_ok=True)
+        result.verdict, result.edit_state = "error", "abandoned"
+        result.reason = f"cannot write the task file: {exc}"
+        return result
+    try:
+        result.commit_sha = git.commit_paths(ctx.root, edit.paths, edit.message,
+                                             new=edit.paths[1:])
+        result.edit_state = "committed"
+    except git.GitError as exc:
+        if edit.moves:
+            edit.target.unlink()
+        atomic_write(edit.source, edit.before)
+        result.edit_state = "restored"
+        result.reason = f"commit failed, task file restored: {exc}"
+        log.error("verify.commit_failed", repo=str(ctx.root), task=task.task.id, reason=str(exc))
+    result.ended_at = datetime.now(UTC)
+    return result
