@@ -182,6 +182,10 @@ def _parse_big(big: str, ascii_only: bool, starts: dict[int, int], pending: list
             out.append(parse_task(paths[i], datas[i], folder))
         except TaskParseError as exc:
             errors.append(TaskFileError(paths[i], exc.line, exc.reason))
+        except Exception as exc:
+            # A reader fault on one file is that file's problem alone, never the scan's.
+            errors.append(TaskFileError(paths[i], None, f"cannot be read: unexpected "
+                                        f"{type(exc).__name__}: {exc}"))
     return out
 
 

@@ -40,11 +40,13 @@ from typing import Any
 from jobs.frontmatter import FrontmatterYAMLError, is_null, load_yaml
 from jobs.task import TaskEditError
 from jobs.task_doc import (
+    KEY_PATTERN,
     Doc,
     Line,
     check_edit,
     fm_dict,
     insert_position,
+    key_prefix,
     key_spans,
     parse_doc,
 )
@@ -72,7 +74,8 @@ class _LabelBlock:
     flow_close: str  # inner trailing space, "]" and anything after
 
 
-_FLOW_LINE_RE = re.compile(r"^(labels[ \t]*:[ \t]*\[[ \t]*)(.*?)([ \t]*\][ \t]*(?:#.*)?)$")
+_FLOW_LINE_RE = re.compile(
+    rf"^({KEY_PATTERN}[ \t]*\[[ \t]*)(?P<inner>.*?)(?P<tail>[ \t]*\][ \t]*(?:#.*)?)$")
 _BLOCK_ITEM_RE = re.compile(r"^([ \t]*)-([ \t]+)(\S.*)?$")
 
 
@@ -143,14 +146,15 @@ def _find_labels(doc: Doc) -> _LabelBlock | None:
         return None
     start, end = spans["labels"]
     head = doc.fm[start].text
-    value = head.split(":", 1)[1].strip()
+    prefix = key_prefix(head, "labels")
+    value = head[len(prefix):].strip()
     if value.startswith("#"):
         value = ""
     if value.startswith("["):
         m = _FLOW_LINE_RE.match(head)
         if m is None or end - start != 1:
             raise TaskEditError("labels: a flow list over several lines cannot be edited safely")
-        split = _split_flow(m.group(2))
+        split = _split_flow(m.group("inner"))
         if split is None:
             raise TaskEditError("labels: this flow list cannot be edited safely")
         raw, sep = split
@@ -161,7 +165,7 @@ def _find_labels(doc: Doc) -> _LabelBlock | None:
                 raise TaskEditError(f"labels: item {r!r} is not a plain text value")
             values.append((-1, v))
         style = "flow" if raw else "empty"
-        return _LabelBlock(start, end, style, values, raw, sep, m.group(1), m.group(3))
+        return _LabelBlock(start, end, style, values, raw, sep, m.group(1), m.group("tail"))
     if value and not is_null(value):
         raise TaskEditError("labels is not a list")
     items: list[tuple[int, str]] = []
@@ -201,11 +205,13 @@ def remove_label(data: bytes, label: str) -> bytes:
     if not any(lab.lower() == want for lab in labels):
         return data
     block = _find_labels(doc)
-    assert block is not None  # labels exist, so the key does
+    if block is None:  # pragma: no cover - fm_dict checked that the lines name every key
+        raise TaskEditError("labels: the key's line was not found")
     eol = doc.fm[block.start].eol
     keep = [(i, v) for i, v in block.items if v.lower() != want]
     if not keep:
-        doc.fm[block.start:block.end] = [Line("labels: []", eol)]
+        prefix = key_prefix(doc.fm[block.start].text, "labels")
+        doc.fm[block.start:block.end] = [Line(f"{prefix} []", eol)]
     elif block.style == "flow":
         raw = [r for r, (_, v) in zip(block.flow_raw, block.items, strict=True)
                if v.lower() != want]
@@ -241,12 +247,14 @@ def add_label(data: bytes, label: str) -> bytes:
                                     doc.fm[block.start].eol)
     elif block.style == "empty":
         line_eol = doc.fm[block.start].eol
-        doc.fm[block.start:block.end] = [Line("labels:", line_eol),
+        prefix = key_prefix(doc.fm[block.start].text, "labels")
+        doc.fm[block.start:block.end] = [Line(prefix, line_eol),
                                          Line("  - " + yaml_scalar(label), line_eol)]
     else:
         last = block.items[-1][0]
         m = _BLOCK_ITEM_RE.match(doc.fm[last].text)
-        assert m is not None
+        if m is None:  # pragma: no cover - _find_labels matched this line
+            raise TaskEditError(f"labels: line {last + 2} cannot be edited safely")
         doc.fm.insert(last + 1, Line(f"{m.group(1)}-{m.group(2)}{yaml_scalar(label)}",
                                       doc.fm[last].eol or eol))
     out = doc.render()
@@ -271,6 +279,7 @@ def set_status(data: bytes, status: str) -> bytes:
     new = Line("status: " + yaml_scalar(status), doc.fm_eol)
     if "status" in spans:
         start, end = spans["status"]
+        new.text = key_prefix(doc.fm[start].text, "status") + " " + yaml_scalar(status)
         new.eol = doc.fm[end - 1].eol or ""
         doc.fm[start:end] = [new]
     else:
@@ -307,7 +316,7 @@ def format_like(existing: str, when: datetime) -> str:
     return utc.strftime(CLI_DATE_FORMAT)
 
 
-_DATE_LINE_RE = re.compile(r"^(updated_date[ \t]*:[ \t]*)(.*?)([ \t]*(?:#.*)?)$")
+_DATE_LINE_RE = re.compile(rf"^({KEY_PATTERN}[ \t]*)(?P<value>.*?)(?P<tail>[ \t]*(?:#.*)?)$")
 
 
 def set_updated_date(data: bytes, when: datetime, *, insert: bool = False) -> bytes:
@@ -333,17 +342,19 @@ def set_updated_date(data: bytes, when: datetime, *, insert: bool = False) -> by
     m = _DATE_LINE_RE.match(doc.fm[start].text)
     if m is None or end - start != 1:
         raise TaskEditError("updated_date is not a one-line value")
-    raw = m.group(2)
+    raw = m.group("value")
     quote = raw[0] if raw[:1] in ("'", '"') and raw[-1:] == raw[:1] and len(raw) >= 2 else ""
     inner = raw[1:-1] if quote else raw
     if inner.startswith("#"):  # `updated_date: # comment` has no value
-        inner, m_tail = "", raw + m.group(3)
+        inner, m_tail = "", raw + m.group("tail")
     else:
-        m_tail = m.group(3)
+        m_tail = m.group("tail")
     value = format_like(inner, when)
     if not quote and not any(p.match(inner) for p, _ in _DATE_SHAPES):
         quote = "'"
-    doc.fm[start] = Line(m.group(1) + quote + value + quote + m_tail, doc.fm[start].eol)
+    # A bare `updated_date:` has no space after its colon: the value needs one.
+    head = m.group(1) if m.group(1)[-1:] in (" ", "\t") else m.group(1) + " "
+    doc.fm[start] = Line(head + quote + value + quote + m_tail, doc.fm[start].eol)
     out = doc.render()
     check_edit(before, fm_dict(parse_doc(out)), {"updated_date": value})
     return out

@@ -56,8 +56,34 @@ class InputError(LoopError):
         super().__init__(f"{where}: {message}", exit_code)
 
 
+# The log file a crash is written to when the verb had not opened the log yet (`list` opens it
+# only then); set by the verb's setup once the configuration names it.
+crash_log: Path | None = None
+
+
+def log_unexpected(prog: str, exc: BaseException) -> None:
+    """Write an unexpected exception to the log as one event (with its traceback there, never on
+    the terminal). Never raises: the one line on stderr has been printed already."""
+    import logging
+
+    try:
+        if not logging.getLogger().handlers:
+            if crash_log is None:
+                return
+            from jobs.logs import configure_logging
+
+            configure_logging(crash_log, console=False)
+        from jobs.logs import get_logger
+
+        get_logger(prog).error("cli.unexpected_error", exc_type=type(exc).__name__,
+                               error=str(exc), exc_info=exc)
+    except Exception:  # a log that cannot be written must not hide the exit code
+        pass
+
+
 def cli_entry(prog: str) -> Callable[[Callable[P, int]], Callable[P, int]]:
-    """Wrap a CLI main so expected failures become `prog: message` on stderr and their exit code."""
+    """Wrap a CLI main so expected failures become `prog: message` on stderr and their exit code,
+    and anything unexpected one line on stderr, a log event and exit 3."""
 
     def decorate(fn: Callable[P, int]) -> Callable[P, int]:
         @wraps(fn)
@@ -70,6 +96,12 @@ def cli_entry(prog: str) -> Callable[[Callable[P, int]], Callable[P, int]]:
             except KeyboardInterrupt:
                 print(f"{prog}: interrupted", file=sys.stderr)
                 return 130
+            except Exception as exc:
+                # Exit 1 would say "a verification failed": an unexpected fault checked nothing.
+                print(f"{prog}: unexpected error: {type(exc).__name__}: {exc}".splitlines()[0],
+                      file=sys.stderr)
+                log_unexpected(prog, exc)
+                return EXIT_UNCHECKED
 
         return wrapper
 

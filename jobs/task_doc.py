@@ -101,6 +101,12 @@ def parse_doc(data: bytes) -> Doc:
 
 
 def fm_dict(doc: Doc) -> dict[str, Any]:
+    """The frontmatter as the reader sees it; `TaskEditError` when it cannot be edited by lines.
+
+    The edits work on top-level `key:` lines (plain or quoted keys). A frontmatter that holds
+    its keys some other way (a flow mapping `{...}`, a complex `? key`) is valid and read, but
+    not edited: the line view and the YAML view would not name the same keys.
+    """
     text = join_lines(doc.fm)
     fast = fast_frontmatter(text)
     if fast is not None:
@@ -110,13 +116,42 @@ def fm_dict(doc: Doc) -> dict[str, Any]:
         # which aliases can make exponentially large
         raise TaskEditError("the frontmatter uses YAML anchors or aliases; not edited")
     try:
-        return load_frontmatter(text)
+        data = load_frontmatter(text)
     except FrontmatterYAMLError as exc:
         where = f"line {exc.line}: " if exc.line else ""
         raise TaskEditError(f"{where}{exc.message}") from None
+    lines = set(key_spans(doc.fm))
+    if lines != set(data):
+        raise TaskEditError("the frontmatter does not write its keys as one `key:` line each "
+                            "(a flow mapping or a complex `?` key); not edited")
+    return data
 
 
-KEY_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_-]*)[ \t]*:(?:[ \t]|$)")
+# A top-level key as the edits find it: a plain scalar, 'single-quoted' or "double-quoted" (no
+# escapes). `fm_dict` checks that these lines name exactly the keys YAML reads.
+_PLAIN_REST = r"(?:[^:#\r\n]|(?<![ \t])#|:(?![ \t]|$))*?"
+KEY_PATTERN = (rf"(?:((?:[^\s#'\"?{{}}\[\]&*!|>%@`,:-]|[-:?](?![ \t]|$)){_PLAIN_REST})"
+               r"""|'((?:[^']|'')*)'|"([^"\\]*)")[ \t]*:""")
+KEY_RE = re.compile(rf"^{KEY_PATTERN}(?:[ \t]|$)")
+
+
+def key_name(m: re.Match[str]) -> str:
+    """The key a KEY_RE match names, unquoted."""
+    plain, single, double = m.group(1, 2, 3)
+    if plain is not None:
+        return str(plain)
+    if single is not None:
+        return str(single).replace("''", "'")
+    return str(double)
+
+
+def key_prefix(text: str, key: str) -> str:
+    """The key as this line writes it, with its colon (`'labels':`), so a rewritten line keeps
+    the owner's quoting of the key; `key:` when the line has none."""
+    m = KEY_RE.match(text)
+    if m is None:
+        return f"{key}:"
+    return text[:m.end()].rstrip(" \t")
 
 
 def key_spans(fm: list[Line]) -> dict[str, tuple[int, int]]:
@@ -128,7 +163,7 @@ def key_spans(fm: list[Line]) -> dict[str, tuple[int, int]]:
         if not t or t[0] in " \t#" or t.startswith("- ") or t == "-":
             continue
         m = KEY_RE.match(t)
-        starts.append((m.group(1) if m else "", i))
+        starts.append((key_name(m) if m else "", i))
     for n, (key, start) in enumerate(starts):
         end = starts[n + 1][1] if n + 1 < len(starts) else len(fm)
         while end - 1 > start and not fm[end - 1].text.strip():
@@ -136,7 +171,6 @@ def key_spans(fm: list[Line]) -> dict[str, tuple[int, int]]:
         if key and key not in spans:
             spans[key] = (start, end)
     return spans
-
 
 
 def check_edit(before: dict[str, Any], after: dict[str, Any], changed: dict[str, Any]) -> None:

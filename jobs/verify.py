@@ -20,7 +20,7 @@ from pathlib import Path
 from jobs import backlog, eligibility, git, readiness, recovery, runner
 from jobs.config import Config, RepoConfig
 from jobs.edit_plan import sha256
-from jobs.errors import EXIT_FAILED, EXIT_OK, EXIT_UNCHECKED
+from jobs.errors import EXIT_FAILED, EXIT_OK, EXIT_UNCHECKED, LoopError
 from jobs.fsutil import LockBusy, exclusive_lock
 from jobs.ledger import Attempt, Ledger
 from jobs.logs import get_logger
@@ -64,6 +64,12 @@ def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
 
 
+def unexpected(exc: BaseException) -> str:
+    """The reason recorded for an unexpected fault: its type and first line."""
+    said = str(exc).splitlines()[0] if str(exc).strip() else ""
+    return f"unexpected {type(exc).__name__}" + (f": {said}" if said else "")
+
+
 def file_sha256(path: Path) -> str | None:
     try:
         return sha256(path.read_bytes())
@@ -93,6 +99,13 @@ def run_once(config: Config, *, today: date | None = None, stop: threading.Event
             except (OSError, git.GitError) as exc:
                 # One repository the filesystem or git cannot serve must not stop the others.
                 worker.finish(worker.attempt("skipped", reason=f"cannot work on it: {exc}"))
+            except LoopError:
+                raise  # the ledger cannot be written: nothing more can be recorded
+            except Exception as exc:
+                # Nor may one repository that trips on something unexpected.
+                log.error("repo.unexpected_error", run_id=summary.run_id, repo=str(repo.path),
+                          exc_type=type(exc).__name__, exc_info=exc)
+                worker.finish(worker.attempt("error", reason=unexpected(exc)))
     finally:
         if ledger is not None:
             ledger.close()
@@ -211,7 +224,18 @@ class _RepoRun:
         for i, task in enumerate(ordered):
             if self.stop is not None and self.stop.is_set():
                 return
-            result = verify_task(self.ctx, task, config)
+            try:
+                result = verify_task(self.ctx, task, config)
+            except (OSError, git.GitError, LoopError):
+                raise
+            except Exception as exc:
+                if self.failed_unexpectedly(task, exc):
+                    continue
+                for rest in ordered[i + 1:]:
+                    self.finish(self.attempt("skipped", task=rest, reason=(
+                        f"not run: handling {task.task.id} failed unexpectedly and left "
+                        "the work tree changed")))
+                return
             self.finish(result.attempt)
             if not result.go_on:
                 if result.attempt.verdict == "drift":
@@ -219,6 +243,14 @@ class _RepoRun:
                         self.finish(self.attempt("skipped", task=rest, reason=(
                             f"not run: {task.task.id}'s recipe left the work tree changed")))
                 return
+
+    def failed_unexpectedly(self, task: eligibility.Classified, exc: Exception) -> bool:
+        """Record an unexpected fault while handling one task as that task's `error`; False when
+        it left the work tree changed, so no later recipe of this repository may run."""
+        log.error("verify.unexpected_error", run_id=self.summary.run_id, repo=str(self.root),
+                  task=task.task.id, exc_type=type(exc).__name__, exc_info=exc)
+        self.finish(self.attempt("error", task=task, reason=unexpected(exc)))
+        return git.work_tree_state(self.root).clean
 
     def report_refused(self, classified: list[eligibility.Classified]) -> None:
         for c in classified:

@@ -11,11 +11,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
+from jobs import verify
 from jobs.commands.common import parse_date, setup
 from jobs.config import with_timeout
 from jobs.errors import UsageError
 from jobs.output import format_line
-from jobs.verify import run_once
 
 
 @contextmanager
@@ -63,9 +63,9 @@ def main(args: argparse.Namespace) -> int:
         sys.stderr.flush()
 
     with stop_on_termination() as stop:
-        summary = run_once(config, today=today, dry_run=args.dry_run, stop=stop,
-                           printer=None if args.json else printer,
-                           ticker=ticker if live else None)
+        summary = verify.run_once(config, today=today, dry_run=args.dry_run, stop=stop,
+                                  printer=None if args.json else printer,
+                                  ticker=ticker if live else None)
     if args.json:
         print(json.dumps({
             "run_id": summary.run_id, "today": summary.today.isoformat(),
