@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import socket
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -21,13 +22,16 @@ DEFAULT_TIMEOUT = 30 * 60.0
 DEFAULT_KILL_GRACE = 10.0
 DEFAULT_SCHEDULE = (7, 30)
 DEFAULT_BRANCH = "main"
+DEFAULT_OUTPUT_RETENTION = 30 * 86400.0
+MACHINE_MAX = 128
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$")
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
+_RETENTION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$")
 _SCHEDULE = re.compile(r"^([01]?\d|2[0-3]):([0-5]\d)$")
 
 TOP_KEYS = {"repos", "timeout", "kill_grace", "timezone", "schedule", "state_dir", "log_file",
-            "ledger"}
+            "ledger", "machine", "output_retention"}
 REPO_KEYS = {"path", "branch", "timeout"}
 
 
@@ -50,6 +54,8 @@ class Config:
     state_dir: Path
     log_file: Path
     ledger: str
+    machine: str = ""
+    output_retention: float = DEFAULT_OUTPUT_RETENTION
 
     def timeout_for(self, repo: RepoConfig) -> float:
         return repo.timeout if repo.timeout is not None else self.timeout
@@ -78,6 +84,21 @@ def parse_duration(text: object) -> float:
     return value
 
 
+def parse_retention(text: object) -> float:
+    """`output_retention`: like a duration, and also in days (`30d`)."""
+    if isinstance(text, str):
+        m = _RETENTION.match(text)
+        if m and m.group(2) == "d":
+            return parse_duration(float(m.group(1)) * 86400.0)
+    return parse_duration(text)
+
+
+def default_machine() -> str:
+    """The host name, without the `.local` macOS adds on a network without DNS names."""
+    name = socket.gethostname().strip().removesuffix(".local")
+    return name or "localhost"
+
+
 def format_duration(seconds: float) -> str:
     """The shortest exact spelling of a duration, as a user would write it in the config."""
     if seconds >= 3600 and seconds % 3600 == 0:
@@ -93,16 +114,21 @@ def is_macos() -> bool:
     return sys.platform == "darwin"
 
 
+def home_dir(env: Mapping[str, str]) -> Path:
+    """$HOME as `env` has it (a scheduled job's environment may differ from this process's)."""
+    return Path(env["HOME"]) if env.get("HOME") else Path.home()
+
+
 def default_state_dir(env: Mapping[str, str]) -> Path:
     if is_macos():
-        return Path.home() / "Library" / "Application Support" / "loop-jobs"
-    base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+        return home_dir(env) / "Library" / "Application Support" / "loop-jobs"
+    base = env.get("XDG_STATE_HOME") or str(home_dir(env) / ".local" / "state")
     return Path(base) / "loop-jobs"
 
 
 def default_log_file(env: Mapping[str, str], state_dir: Path) -> Path:
     if is_macos():
-        return Path.home() / "Library" / "Logs" / "loop-jobs" / "loop-jobs.jsonl"
+        return home_dir(env) / "Library" / "Logs" / "loop-jobs" / "loop-jobs.jsonl"
     return state_dir / "loop-jobs.jsonl"
 
 
@@ -123,7 +149,7 @@ def find_config_path(explicit: str | Path | None, env: Mapping[str, str]) -> tup
     if env.get("LOOP_JOBS_CONFIG"):
         return expand_user(env["LOOP_JOBS_CONFIG"], "$LOOP_JOBS_CONFIG",
                            "LOOP_JOBS_CONFIG").absolute(), True
-    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    base = env.get("XDG_CONFIG_HOME") or str(home_dir(env) / ".config")
     return Path(base) / "loop-jobs" / "config.yaml", False
 
 
@@ -268,6 +294,20 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
     else:
         ledger = f"sqlite:///{state_dir / 'ledger.db'}"
 
+    machine = default_machine()
+    if "machine" in data:
+        machine = text("machine", data["machine"]).strip()
+        if len(machine) > MACHINE_MAX or any(not ch.isprintable() for ch in machine):
+            raise fail("machine", data["machine"],
+                       f"expected a printable name of at most {MACHINE_MAX} characters")
+    retention = DEFAULT_OUTPUT_RETENTION
+    if "output_retention" in data:
+        try:
+            retention = parse_retention(data["output_retention"])
+        except ValueError:
+            raise fail("output_retention", data["output_retention"],
+                       "bad duration (use 30d, 12h or a number of seconds)") from None
+
     repos: list[RepoConfig] = []
     raw_repos = data.get("repos", [])
     if raw_repos is None:
@@ -294,7 +334,8 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
 
     return Config(source=path, repos=tuple(repos), timeout=timeout, kill_grace=grace,
                   timezone=tz, timezone_name=tz_name, schedule=schedule, state_dir=state_dir,
-                  log_file=log_file, ledger=ledger)
+                  log_file=log_file, ledger=ledger, machine=machine,
+                  output_retention=retention)
 
 
 def _local_zone() -> tzinfo:

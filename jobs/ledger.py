@@ -2,27 +2,45 @@
 
 It lives in SQLite under `state_dir` by default; any SQLAlchemy URL (PostgreSQL for several
 machines) works the same way, which is why this is SQLAlchemy Core and not sqlite3.
+
+Outside services fail soft: a dropped connection is reconnected and the write retried (every row
+carries a `uid`, so a write retried after a lost acknowledgement is applied once); a ledger that
+stays unreachable past a bounded wait has its writes kept in a local spool (`jobs.spool`) and
+written on a later run. The schema only ever grows: a column this version adds to an older ledger
+is added in place.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+import time as time_module
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, date, datetime, time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
+from jobs.config import default_machine
 from jobs.errors import LoopError
+from jobs.logs import get_logger
+from jobs.spool import Spool
+
+log = get_logger("loop-jobs.ledger")
 
 VERDICTS = ("pass", "fail", "timeout", "refused", "skipped", "locked", "drift", "error",
             "interrupted")
 # The life of a task edit: pending (written or about to be), then committed, restored (the commit
 # was refused and the file put back) or abandoned (the crash came before the file was written).
 EDIT_STATES = ("none", "pending", "committed", "restored", "abandoned")
+
+# Connecting gives up after CONNECT_TIMEOUT; retries start only within RETRY_WAIT, so a ledger
+# that cannot be reached is given up within 10 s in all.
+CONNECT_TIMEOUT = 3
+RETRY_WAIT = 6.0
 
 _metadata = sa.MetaData()
 attempts = sa.Table(
@@ -47,7 +65,28 @@ attempts = sa.Table(
     sa.Column("after_sha256", sa.String(64)),
     sa.Column("edit_paths", sa.Text),
     sa.Column("commit_message", sa.Text),
+    # Added for several machines on one ledger (older ledgers get them by ALTER TABLE).
+    sa.Column("machine", sa.String(128), index=True),
+    sa.Column("uid", sa.String(36), index=True, unique=True),
+    sa.Column("claimed_by", sa.String(128)),
 )
+# One row per due verification claimed by a machine (see jobs.claims).
+claims = sa.Table(
+    "claims", _metadata,
+    sa.Column("key", sa.String(64), primary_key=True),  # sha256 of identity, task, label date
+    sa.Column("identity", sa.Text, nullable=False),
+    sa.Column("task_id", sa.String(128), nullable=False),
+    sa.Column("label_date", sa.String(10), nullable=False),
+    sa.Column("machine", sa.String(128), nullable=False),
+    sa.Column("run_id", sa.String(64), nullable=False),
+    sa.Column("repo", sa.Text),
+    sa.Column("claimed_at", sa.DateTime, nullable=False),
+    sa.Column("expires_at", sa.DateTime, nullable=False),
+    sa.Column("finished_at", sa.DateTime),
+    sa.Column("verdict", sa.String(16)),
+)
+# Columns an older ledger may lack, added in place when it is opened.
+ADDED_COLUMNS = ("machine", "uid", "claimed_by")
 
 
 @dataclass
@@ -71,6 +110,11 @@ class Attempt:
     after_sha256: str | None = None
     edit_paths: list[str] = field(default_factory=list)
     commit_message: str | None = None
+    machine: str | None = None
+    # The row's identity across retries and the spool; set when first saved.
+    uid: str | None = None
+    # The machine whose live or finished claim made this attempt a `skipped` one.
+    claimed_by: str | None = None
     id: int | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -80,6 +124,16 @@ class Attempt:
             out[key] = iso_utc(value) if value is not None else None
         return out
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Attempt:
+        values = dict(data)
+        for key in ("started_at", "ended_at"):
+            if values.get(key) is not None:
+                values[key] = datetime.strptime(values[key], "%Y-%m-%dT%H:%M:%SZ").replace(
+                    tzinfo=UTC)
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in known})
+
 
 def iso_utc(moment: datetime) -> str:
     if moment.tzinfo is None:
@@ -87,7 +141,7 @@ def iso_utc(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _naive_utc(moment: datetime) -> datetime:
+def naive_utc(moment: datetime) -> datetime:
     # Stored naive in UTC: SQLite keeps no zone, and every reader here means UTC.
     if moment.tzinfo is not None:
         moment = moment.astimezone(UTC).replace(tzinfo=None)
@@ -96,14 +150,14 @@ def _naive_utc(moment: datetime) -> datetime:
 
 def _row_values(attempt: Attempt) -> dict[str, Any]:
     values = {f.name: getattr(attempt, f.name) for f in fields(attempt) if f.name != "id"}
-    values["started_at"] = _naive_utc(attempt.started_at)
-    values["ended_at"] = _naive_utc(attempt.ended_at) if attempt.ended_at else None
+    values["started_at"] = naive_utc(attempt.started_at)
+    values["ended_at"] = naive_utc(attempt.ended_at) if attempt.ended_at else None
     values["edit_paths"] = json.dumps(attempt.edit_paths)
     return values
 
 
 def _from_row(row: sa.Row[Any]) -> Attempt:
-    data = dict(row._mapping)
+    data = {k: v for k, v in row._mapping.items() if k in attempts.c}
     data["edit_paths"] = json.loads(data["edit_paths"] or "[]")
     data["started_at"] = data["started_at"].replace(tzinfo=UTC)
     if data["ended_at"] is not None:
@@ -111,11 +165,26 @@ def _from_row(row: sa.Row[Any]) -> Attempt:
     return Attempt(**data)
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
     # Driver messages run over several lines (and SQLAlchemy adds a link): keep the one that says
     # what went wrong.
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
     return lines[0] if lines else type(exc).__name__
+
+
+def redact_url(url: str) -> str:
+    """The ledger URL without its password, for messages and the log."""
+    try:
+        return sa.make_url(url).render_as_string(hide_password=True)
+    except Exception:  # an unparseable URL is reported by create_engine; show it as it is
+        return url
+
+
+def is_transient(exc: SQLAlchemyError) -> bool:
+    """A lost or refused connection (restart, idle_session_timeout, failover), worth retrying."""
+    if isinstance(exc, DBAPIError) and exc.connection_invalidated:
+        return True
+    return isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError)
 
 
 class LedgerError(LoopError):
@@ -124,69 +193,263 @@ class LedgerError(LoopError):
     exit_code = 3
 
 
+def _engine(url: str) -> sa.Engine:
+    connect_args: dict[str, Any] = {}
+    if url.startswith("sqlite"):
+        # Two runs may share one SQLite file: wait for the other's write instead of failing.
+        connect_args["timeout"] = 30
+    elif url.startswith("postgresql"):
+        query = sa.make_url(url).query
+        if "connect_timeout" not in query:
+            connect_args["connect_timeout"] = CONNECT_TIMEOUT
+        # A server that vanished without closing the connection (failover, a cut network) is
+        # noticed by TCP keepalives instead of after the kernel's two-hour default.
+        for key, value in (("keepalives", 1), ("keepalives_idle", 10),
+                           ("keepalives_interval", 5), ("keepalives_count", 3)):
+            if key not in query:
+                connect_args[key] = value
+    # pre_ping: a pooled connection the server closed while a recipe ran (a restart,
+    # idle_session_timeout) is replaced at checkout instead of failing the write.
+    engine = sa.create_engine(url, connect_args=connect_args, pool_pre_ping=True)
+    if engine.dialect.name == "sqlite":
+        sa.event.listen(engine, "connect", _sqlite_pragmas)
+    return engine
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    # WAL: readers never wait for the writer, and a commit appends to one file. synchronous=NORMAL
+    # syncs the WAL only at checkpoints: a killed process loses nothing, a power cut may lose the
+    # last commits. The one write recovery relies on, a pending edit, is synced (`durable`).
+    cursor = dbapi_conn.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+T = TypeVar("T")
+
+
 class Ledger:
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, machine: str | None = None, spool_dir: Path | None = None,
+                 retry_wait: float = RETRY_WAIT,
+                 sleep: Callable[[float], None] = time_module.sleep) -> None:
         self.url = url
+        self.shown_url = redact_url(url)
+        self.machine = machine or default_machine()
+        self.spool = Spool(spool_dir) if spool_dir is not None else None
+        self.retry_wait = retry_wait
+        self.sleep = sleep
+        # Once the ledger has been given up on in this run, later writes go straight to the spool
+        # instead of waiting again for each one.
+        self.unreachable = False
+        self.spooled = 0
         try:
             if url.startswith("sqlite:///"):
                 Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-            # Two runs may share one SQLite file: wait for the other's write instead of failing.
-            connect_args = {"timeout": 30} if url.startswith("sqlite") else {}
-            self.engine = sa.create_engine(url, connect_args=connect_args)
+            self.engine = _engine(url)
+            self._retrying("open", self._create_schema)
+        except (SQLAlchemyError, OSError, ValueError) as exc:
+            log.error("ledger.open_failed", ledger=self.shown_url, error=first_line(exc))
+            raise LedgerError(f"cannot open the ledger {self.shown_url}: {first_line(exc)}") \
+                from None
+
+    def _create_schema(self) -> None:
+        try:
+            _metadata.create_all(self.engine)
+        except SQLAlchemyError as exc:
+            if is_transient(exc):
+                raise
+            # Two runs opening a new ledger at once: the other one's CREATE TABLE came
+            # between our check and ours. Its table is the one we wanted.
+            if not sa.inspect(self.engine).has_table(attempts.name):
+                raise
+        have = {c["name"] for c in sa.inspect(self.engine).get_columns(attempts.name)}
+        for name in ADDED_COLUMNS:
+            if name in have:
+                continue
+            column = attempts.c[name]
+            kind = column.type.compile(dialect=self.engine.dialect)
             try:
-                _metadata.create_all(self.engine)
+                with self.engine.begin() as conn:
+                    conn.exec_driver_sql(f"ALTER TABLE attempts ADD COLUMN {name} {kind}")
             except SQLAlchemyError:
-                # Two runs opening a new ledger at once: the other one's CREATE TABLE came
-                # between our check and ours. Its table is the one we wanted.
-                if not sa.inspect(self.engine).has_table(attempts.name):
+                # Another machine added it first.
+                if name not in {c["name"] for c in
+                                sa.inspect(self.engine).get_columns(attempts.name)}:
                     raise
-        except (SQLAlchemyError, OSError) as exc:
-            raise LedgerError(f"cannot open the ledger {url}: {_first_line(exc)}") from None
+        for index in attempts.indexes:
+            if any(c.name in ADDED_COLUMNS for c in index.columns):
+                try:
+                    index.create(self.engine, checkfirst=True)
+                except SQLAlchemyError:
+                    pass  # made by another machine between the check and ours
+
+    def _retrying(self, what: str, action: Callable[[], T]) -> T:
+        """`action`, retried over a lost connection until RETRY_WAIT has passed."""
+        deadline = time_module.monotonic() + self.retry_wait
+        delay = 0.2
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                result = action()
+            except SQLAlchemyError as exc:
+                if not is_transient(exc) or time_module.monotonic() + delay > deadline:
+                    raise
+                log.warning("ledger.retrying", ledger=self.shown_url, operation=what,
+                            attempt=tries, error=first_line(exc))
+                self.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                continue
+            if tries > 1:
+                log.info("ledger.reconnected", ledger=self.shown_url, operation=what,
+                         attempts=tries)
+            return result
 
     def close(self) -> None:
         self.engine.dispose()
 
-    def record(self, attempt: Attempt) -> Attempt:
+    # -- writes ----------------------------------------------------------------------------------
+
+    def save(self, attempt: Attempt, *, durable: bool = False) -> Attempt:
+        """Insert or update the attempt's row; spooled locally when the ledger cannot be reached.
+
+        `durable`: synced to disk before returning (the pending edit recovery depends on).
+        """
+        if attempt.machine is None:
+            attempt.machine = self.machine
+        if attempt.uid is None:
+            attempt.uid = uuid.uuid4().hex
+        if self.unreachable and self.spool is not None:
+            self._spool(attempt, "still unreachable in this run")
+            return attempt
         try:
-            with self.engine.begin() as conn:
-                result = conn.execute(attempts.insert().values(**_row_values(attempt)))
-                key = result.inserted_primary_key
-                assert key is not None
-                attempt.id = int(key[0])
+            self._retrying("write", lambda: self._upsert(attempt, durable))
         except SQLAlchemyError as exc:
-            raise LedgerError(f"cannot write the ledger {self.url}: {_first_line(exc)}") from None
+            log.error("ledger.write_failed", ledger=self.shown_url, run_id=attempt.run_id,
+                      task=attempt.task_id, error=first_line(exc),
+                      spooled=self.spool is not None)
+            if self.spool is None or not is_transient(exc):
+                raise LedgerError(f"cannot write the ledger {self.shown_url}: "
+                                  f"{first_line(exc)}") from None
+            self.unreachable = True
+            self._spool(attempt, first_line(exc))
         return attempt
 
-    def update(self, attempt: Attempt) -> None:
-        assert attempt.id is not None
+    def _spool(self, attempt: Attempt, why: str) -> None:
+        assert self.spool is not None
         try:
-            with self.engine.begin() as conn:
-                conn.execute(attempts.update().where(attempts.c.id == attempt.id)
-                             .values(**_row_values(attempt)))
-        except SQLAlchemyError as exc:
-            raise LedgerError(f"cannot write the ledger {self.url}: {_first_line(exc)}") from None
+            self.spool.put("attempt", attempt.to_json(), durable=True)
+        except OSError as exc:
+            raise LedgerError(f"cannot write the ledger {self.shown_url} ({why}) nor its spool "
+                              f"{self.spool.directory}: {exc}") from None
+        self.spooled += 1
+        log.warning("ledger.spooled", ledger=self.shown_url, run_id=attempt.run_id,
+                    task=attempt.task_id, verdict=attempt.verdict, reason=why)
 
-    def pending(self, repo: str) -> list[Attempt]:
-        """Edits written (or about to be) whose commit was never confirmed, oldest first."""
+    def _upsert(self, attempt: Attempt, durable: bool) -> None:
+        values = _row_values(attempt)
+        with self.engine.begin() as conn:
+            if durable and conn.dialect.name == "sqlite":
+                conn.exec_driver_sql("PRAGMA synchronous=FULL")
+            try:
+                if attempt.id is not None:
+                    where = attempts.c.id == attempt.id
+                else:
+                    where = attempts.c.uid == attempt.uid
+                done = conn.execute(attempts.update().where(where).values(**values))
+                if done.rowcount == 0:
+                    key = conn.execute(attempts.insert().values(**values)).inserted_primary_key
+                    assert key is not None
+                    attempt.id = int(key[0])
+                elif attempt.id is None:
+                    attempt.id = conn.execute(sa.select(attempts.c.id).where(where)).scalar_one()
+            finally:
+                if durable and conn.dialect.name == "sqlite":
+                    conn.exec_driver_sql("PRAGMA synchronous=NORMAL")
+
+    # The names callers have always used: both are `save` now.
+    def record(self, attempt: Attempt, *, durable: bool = False) -> Attempt:
+        return self.save(attempt, durable=durable)
+
+    def update(self, attempt: Attempt) -> None:
+        self.save(attempt)
+
+    def flush_spool(self) -> int:
+        """Write what earlier runs spooled; returns how many entries reached the ledger."""
+        if self.spool is None:
+            return 0
+        from jobs import claims
+
+        written = 0
+        for path, kind, payload in self.spool.entries():
+            try:
+                if kind == "attempt":
+                    self._replay(Attempt.from_json(payload))
+                elif kind == "claim":
+                    claims.apply_spooled(self, payload)
+            except SQLAlchemyError as exc:
+                log.error("ledger.spool_flush_failed", ledger=self.shown_url,
+                          entry=path.name, error=first_line(exc))
+                break
+            self.spool.remove(path)
+            written += 1
+        if written:
+            log.info("ledger.spool_flushed", ledger=self.shown_url, entries=written)
+        return written
+
+    def _replay(self, attempt: Attempt) -> None:
+        attempt.id = None  # the spooling run may never have learnt it: the uid finds the row
+        self._retrying("spool", lambda: self._upsert(attempt, False))
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def pending(self, repo: str, machine: str | None = None) -> list[Attempt]:
+        """This machine's edits written (or about to be) whose commit was never confirmed.
+
+        Another machine's pending edit at the same path is its own clone's business.
+        """
+        mine = attempts.c.machine == (machine or self.machine)
+        if self.engine.dialect.name == "sqlite":
+            # Rows from before machines were recorded: a SQLite file is one machine's own.
+            mine = sa.or_(mine, attempts.c.machine.is_(None))
         query = (sa.select(attempts)
-                 .where(attempts.c.repo == repo, attempts.c.edit_state == "pending")
+                 .where(attempts.c.repo == repo, attempts.c.edit_state == "pending", mine)
                  .order_by(attempts.c.id))
         return list(self._select(query))
 
-    def history(self, *, since: date | None = None,
-                repo: str | None = None) -> list[Attempt]:
+    def history(self, *, since: date | None = None, repo: str | None = None,
+                machine: str | None = None) -> list[Attempt]:
         query = sa.select(attempts).order_by(attempts.c.started_at, attempts.c.id)
         if since is not None:
             query = query.where(attempts.c.started_at >= datetime.combine(since, time.min))
         if repo is not None:
             query = query.where(attempts.c.repo == repo)
+        if machine is not None:
+            query = query.where(attempts.c.machine == machine)
         return list(self._select(query))
 
     def _select(self, query: sa.Select[Any]) -> Iterator[Attempt]:
-        try:
+        def fetch() -> Sequence[sa.Row[Any]]:
             with self.engine.connect() as conn:
-                rows: Sequence[sa.Row[Any]] = conn.execute(query).fetchall()
+                return conn.execute(query).fetchall()
+
+        try:
+            rows = self._retrying("read", fetch)
         except SQLAlchemyError as exc:
-            raise LedgerError(f"cannot read the ledger {self.url}: {_first_line(exc)}") from None
+            log.error("ledger.read_failed", ledger=self.shown_url, error=first_line(exc))
+            raise LedgerError(f"cannot read the ledger {self.shown_url}: "
+                              f"{first_line(exc)}") from None
         for row in rows:
             yield _from_row(row)
+
+    def execute(self, what: str, action: Callable[[sa.Connection], T]) -> T:
+        """Run `action` in one transaction, retried over a lost connection (for jobs.claims)."""
+        def once() -> T:
+            with self.engine.begin() as conn:
+                return action(conn)
+
+        return self._retrying(what, once)
+
+
+__all__ = ["Attempt", "IntegrityError", "Ledger", "LedgerError", "attempts", "claims", "iso_utc"]

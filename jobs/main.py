@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     config_opt(hist)
     hist.add_argument("--since", metavar="DATE")
     hist.add_argument("--repo", metavar="PATH")
+    hist.add_argument("--machine", metavar="NAME", help="only this machine's attempts")
     hist.add_argument("--json", action="store_true")
 
     serve = sub.add_parser("serve", help="run the daily verification in-process (APScheduler)")

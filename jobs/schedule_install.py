@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time as time_module
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, time, timedelta, tzinfo
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,12 @@ PROGRAM_NAME = "loop-verify"
 STANDARD_PATH = ("/opt/homebrew/bin", "/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin")
 # launchd/systemd must wait longer than loop-verify's own SIGTERM → SIGKILL grace for the recipe.
 STOP_MARGIN = 30
+# The variables that decide which configuration, state directory, log and "today" a run uses:
+# the scheduled job gets the values the user's shell had at `install` (docs/scheduling.md).
+CARRIED_ENV = ("HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "TZ")
+# Like Homebrew's service plists: the agent loads in whichever domain it is bootstrapped into,
+# the GUI login (Aqua) or the user's background domain when nobody is logged in at the screen.
+SESSION_TYPES = ["Aqua", "Background", "LoginWindow", "StandardIO", "System"]
 
 Output = Callable[[str], None]
 
@@ -58,6 +64,8 @@ class Target:
     log_dir: Path
     working_dir: Path
     path_env: str
+    # Variables besides PATH the scheduled job is started with (LOOP_JOBS_CONFIG, XDG_*, ...).
+    env: Mapping[str, str] = field(default_factory=dict)
 
 
 # -- locating things ---------------------------------------------------------------------------
@@ -128,17 +136,37 @@ def _warn_tools(target: Target) -> None:
               file=sys.stderr)
 
 
+def scheduled_environment(config_path: Path, env: Mapping[str, str]) -> dict[str, str]:
+    """What the scheduled job must see to read the configuration and write the state that this
+    shell does: the config file's absolute path, and each of CARRIED_ENV that is set here."""
+    carried = {"LOOP_JOBS_CONFIG": str(config_path)}
+    for name in CARRIED_ENV:
+        value = env.get(name)
+        if not value:
+            continue
+        if "\n" in value or "\0" in value:
+            raise LoopError(f"cannot carry ${name} into the scheduled job: it holds a line break")
+        # XDG paths must be absolute (the spec ignores others); TZ is a zone name.
+        if name != "TZ" and not os.path.isabs(value):
+            continue
+        carried[name] = value
+    return carried
+
+
 def install_target(config: Config, *, program: Path | None = None,
-                   home: Path | None = None, path_env: str | None = None) -> Target:
+                   home: Path | None = None, path_env: str | None = None,
+                   env: Mapping[str, str] | None = None) -> Target:
     if config.source is None:
         raise UsageError("the scheduled job needs a configuration file: create "
                          "~/.config/loop-jobs/config.yaml or pass --config FILE")
+    config_path = Path(os.path.abspath(config.source))
     return Target(
         program=Path(os.path.abspath(program or find_program())),
-        config=Path(os.path.abspath(config.source)),
+        config=config_path,
         log_dir=Path(os.path.abspath(config.log_file.parent)),
         working_dir=home or Path.home(),
         path_env=path_env if path_env is not None else agent_path_env(),
+        env=scheduled_environment(config_path, os.environ if env is None else env),
     )
 
 
@@ -222,6 +250,7 @@ def launchagent_plist(config: Config, target: Target, *, hour_minute: tuple[int,
         "HOME": str(target.working_dir), "LOG_DIR": str(target.log_dir)})
     hour, minute = hour_minute or launchd_time(config)
     plist["StartCalendarInterval"] = {"Hour": hour, "Minute": minute}
+    plist["EnvironmentVariables"] = {**plist["EnvironmentVariables"], **target.env}
     _unfilled(repr(plist), str(template))
     return plist
 
@@ -261,7 +290,8 @@ def systemd_units(config: Config, target: Target, *,
                           (str(target.program), "run", "--config", str(target.config)))
     values = {
         "WORKING_DIRECTORY": str(target.working_dir).replace("%", "%%"),
-        "ENVIRONMENT": _systemd_env("PATH", target.path_env),
+        "ENVIRONMENT": " ".join(_systemd_env(name, value) for name, value in
+                                (("PATH", target.path_env), *sorted(target.env.items()))),
         "EXEC_START": exec_start,
         "STOP_TIMEOUT": f"{int(config.kill_grace) + STOP_MARGIN}s",
         "ON_CALENDAR": on_calendar(config),
@@ -322,8 +352,17 @@ def user_manager_running(env: Mapping[str, str] | None = None) -> bool:
 # -- install / uninstall -----------------------------------------------------------------------
 
 
-def _gui_domain() -> str:
-    return f"gui/{os.getuid()}"
+def launchd_domain(gui_session: bool, uid: int | None = None) -> str:
+    """`gui/<uid>` while the user is logged in at the screen, else the background `user/<uid>`
+    domain (an ssh-only or headless Mac has no GUI domain to bootstrap into)."""
+    uid = os.getuid() if uid is None else uid
+    return f"gui/{uid}" if gui_session else f"user/{uid}"
+
+
+def _current_domain() -> str:
+    if not is_macos():
+        return launchd_domain(True)
+    return launchd_domain(_run(["launchctl", "print", launchd_domain(True)]).returncode == 0)
 
 
 def install_launchagent(config: Config, *, print_only: bool = False, out: Output = print,
@@ -340,17 +379,19 @@ def install_launchagent(config: Config, *, print_only: bool = False, out: Output
     target.log_dir.mkdir(parents=True, exist_ok=True)
     atomic_write(path, data, mode=0o644)
     out(f"wrote {path}")
-    bootout = ["launchctl", "bootout", f"{_gui_domain()}/{LABEL}"]
-    bootstrap = ["launchctl", "bootstrap", _gui_domain(), str(path)]
+    domain = _current_domain()
+    bootout = ["launchctl", "bootout", f"{domain}/{LABEL}"]
+    enable = ["launchctl", "enable", f"{domain}/{LABEL}"]
+    bootstrap = ["launchctl", "bootstrap", domain, str(path)]
     if not is_macos():
-        out("not macOS: launchd is not here; on a Mac this would run:")
-        out(f"  {_show(bootout)}")
-        out(f"  {_show(['launchctl', 'enable', f'{_gui_domain()}/{LABEL}'])}")
-        out(f"  {_show(bootstrap)}")
+        out("not macOS: launchd is not here; on a Mac this would run (user/<uid> instead of "
+            "gui/<uid> when nobody is logged in at the screen):")
+        for argv in (bootout, enable, bootstrap):
+            out(f"  {_show(argv)}")
         return 0
     _run(bootout)  # not loaded yet is fine
     # A `launchctl disable` left by the user would make bootstrap fail.
-    _run(["launchctl", "enable", f"{_gui_domain()}/{LABEL}"])
+    _run(enable)
     for _ in range(5):
         done = _run(bootstrap)
         if done.returncode == 0:
@@ -361,17 +402,19 @@ def install_launchagent(config: Config, *, print_only: bool = False, out: Output
         raise LoopError(f"{_show(bootstrap)} failed: {done.stderr.strip() or done.returncode}",
                         EXIT_FAILED)
     hour, minute = plistlib.loads(data)["StartCalendarInterval"].values()
-    out(f"loaded {LABEL}: runs daily at {hour:02d}:{minute:02d} (this Mac's local time)")
+    out(f"loaded {LABEL} into {domain}: runs daily at {hour:02d}:{minute:02d} "
+        "(this Mac's local time)")
     return 0
 
 
 def uninstall_launchagent(*, out: Output = print) -> int:
     path = launchagent_path()
     if is_macos():
-        _run(["launchctl", "bootout", f"{_gui_domain()}/{LABEL}"])  # not loaded is fine
+        for domain in (launchd_domain(True), launchd_domain(False)):
+            _run(["launchctl", "bootout", f"{domain}/{LABEL}"])  # not loaded is fine
     elif path.exists():
         out("not macOS: on a Mac this would first run:")
-        out(f"  {_show(['launchctl', 'bootout', f'{_gui_domain()}/{LABEL}'])}")
+        out(f"  {_show(['launchctl', 'bootout', f'{launchd_domain(True)}/{LABEL}'])}")
     if not path.exists():
         out(f"no LaunchAgent installed at {path}")
         return 0
@@ -436,166 +479,3 @@ def uninstall_systemd(*, out: Output = print, env: Mapping[str, str] | None = No
         out(f"  {_show(disable)}")
         out(f"  {_show(reload)}")
     return 0
-
-
-# -- status for `doctor` -----------------------------------------------------------------------
-
-
-def _missing(paths: Mapping[str, Path | None]) -> list[str]:
-    return [f"{what} {path}" if path else f"{what} (not set)"
-            for what, path in paths.items() if path is None or not path.exists()]
-
-
-def _fmt(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%d %H:%M %Z").strip()
-
-
-def launchagent_check(config: Config, *, now: datetime | None = None) -> Check | None:
-    """The installed LaunchAgent, or None when there is none."""
-    path = launchagent_path()
-    if not path.exists():
-        return None
-    name = "scheduler: LaunchAgent"
-    try:
-        with open(path, "rb") as fh:
-            plist = plistlib.load(fh)
-        args = [str(a) for a in plist["ProgramArguments"]]
-        interval = plist["StartCalendarInterval"]
-        hour, minute = int(interval["Hour"]), int(interval["Minute"])
-    except Exception as exc:  # any damage to a hand-edited file is reported alike
-        return Check(name, False, f"{path} cannot be read: {exc}",
-                     "loop-verify install launchagent")
-    now = now or datetime.now(UTC)
-    zone = _machine_zone()
-    nxt = next_fire_time(hour, minute, zone, now)
-    config_arg = Path(args[args.index("--config") + 1]) if "--config" in args[:-1] else None
-    log_dir = Path(str(plist.get("StandardOutPath", ""))).parent \
-        if plist.get("StandardOutPath") else None
-    missing = _missing({"program": Path(args[0]) if args else None, "config": config_arg,
-                        "log directory": log_dir})
-    env = plist.get("EnvironmentVariables")
-    path_env = env.get("PATH") if isinstance(env, dict) else None
-    missing += [f"{tool} on its PATH" for tool in tools_not_on(
-        path_env if isinstance(path_env, str) else "")]
-    detail = f"{path}: next run {_fmt(nxt)}"
-    if missing:
-        return Check(name, False, f"{detail}; missing: {', '.join(missing)}",
-                     "loop-verify install launchagent")
-    if (hour, minute) != launchd_time(config, now=now, machine_zone=zone):
-        return Check(name, False, f"{detail}, but the configuration says {config.schedule_text}",
-                     "loop-verify install launchagent")
-    return Check(name, True, detail)
-
-
-def _timer_state(env: Mapping[str, str] | None) -> tuple[str, datetime | None] | None:
-    """The timer's ActiveState and next elapse as systemd reports them; None without a user
-    manager to ask."""
-    if not user_manager_running(env):
-        return None
-    query = _systemctl("show", TIMER_NAME, "-p", "ActiveState", "-p", "NextElapseUSecRealtime")
-    done = _run([*query, "--timestamp=unix"])
-    if done.returncode != 0:  # systemd < 251 has no --timestamp=unix
-        done = _run(query)
-    props = dict(line.partition("=")[::2] for line in done.stdout.splitlines())
-    try:
-        nxt: datetime | None = datetime.fromtimestamp(
-            float(props.get("NextElapseUSecRealtime", "").lstrip("@")), UTC)
-    except ValueError:
-        nxt = None
-    return props.get("ActiveState", "unknown"), nxt
-
-
-def _unit_path_env(settings: Mapping[str, str]) -> str:
-    """The PATH an `Environment="PATH=…"` line written by `_systemd_env` gives the service."""
-    try:
-        words = shlex.split(settings.get("Environment", ""))
-    except ValueError:
-        return ""
-    for word in words:
-        if word.startswith("PATH="):
-            return word.removeprefix("PATH=").replace("%%", "%")
-    return ""
-
-
-def systemd_check(config: Config, *, now: datetime | None = None,
-                  env: Mapping[str, str] | None = None) -> Check | None:
-    """The installed systemd timer, or None when there is none."""
-    directory = systemd_user_dir(env)
-    service, timer = directory / SERVICE_NAME, directory / TIMER_NAME
-    if not service.exists() and not timer.exists():
-        return None
-    name = "scheduler: systemd timer"
-    fix = "loop-verify install systemd"
-    if not service.exists() or not timer.exists():
-        lost = service if not service.exists() else timer
-        return Check(name, False, f"{lost} is missing", fix)
-    try:
-        svc = unit_settings(service.read_text(encoding="utf-8"))
-        tmr = unit_settings(timer.read_text(encoding="utf-8"))
-        args = systemd_unquote(svc.get("ExecStart", ""))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        return Check(name, False, f"{directory}: cannot read the units: {exc}", fix)
-    now = now or datetime.now(UTC)
-    state = _timer_state(env)
-    if state is not None and state[0] != "active":
-        return Check(name, False, f"{timer} is installed but {state[0]}",
-                     f"systemctl --user enable --now {TIMER_NAME}")
-    reported = state[1] if state is not None else None
-    if reported is None:
-        nxt = next_fire_time(*config.schedule, config.timezone, now)
-        when = f"next run {_fmt(nxt.astimezone(config.timezone))}"
-        if state is None:
-            when += " (if the timer is enabled; no systemd user manager to ask)"
-    else:
-        when = f"next run {_fmt(reported.astimezone(config.timezone))}"
-    config_arg = Path(args[args.index("--config") + 1]) if "--config" in args[:-1] else None
-    missing = _missing({"program": Path(args[0]) if args else None, "config": config_arg,
-                        "log directory": config.log_file.parent})
-    missing += [f"{tool} on its PATH" for tool in tools_not_on(_unit_path_env(svc))]
-    detail = f"{timer}: {when}"
-    if missing:
-        return Check(name, False, f"{detail}; missing: {', '.join(missing)}", fix)
-    if tmr.get("OnCalendar") != on_calendar(config):
-        return Check(name, False, f"{detail}, but OnCalendar={tmr.get('OnCalendar')} does not "
-                     f"match the configuration ({on_calendar(config)})", fix)
-    return Check(name, True, detail)
-
-
-def serve_check(config: Config) -> Check | None:
-    """A running `loop-verify serve` on this state directory, or None when there is none."""
-    from jobs.fsutil import LockBusy, exclusive_lock
-    from jobs.scheduler import SERVE_LOCK, stored_next_run
-
-    lock = config.state_dir / SERVE_LOCK
-    if not lock.exists():
-        return None
-    try:
-        pid = lock.read_text(encoding="utf-8").strip()
-    except OSError:
-        pid = ""
-    try:
-        with exclusive_lock(lock):
-            return None
-    except LockBusy:
-        pass
-    nxt = stored_next_run(config.state_dir)
-    when = f"next run {_fmt(nxt.astimezone(config.timezone))}" if nxt else "no run scheduled"
-    return Check("scheduler: loop-verify serve", True, f"running (pid {pid or '?'}): {when}")
-
-
-def scheduler_checks(config: Config, *, now: datetime | None = None,
-                     env: Mapping[str, str] | None = None) -> list[Check]:
-    """What runs the morning verification, when it next fires and whether its paths still exist.
-
-    Nothing installed and no `serve` running is a failing check: nothing would run tomorrow.
-    """
-    checks = [c for c in (launchagent_check(config, now=now),
-                          systemd_check(config, now=now, env=env),
-                          serve_check(config)) if c is not None]
-    if checks:
-        return checks
-    kind = "launchagent" if is_macos() else "systemd"
-    return [Check("scheduler", False,
-                  "no LaunchAgent, systemd timer or running `loop-verify serve`: nothing runs the "
-                  "verification every morning",
-                  f"loop-verify install {kind}  (or keep `loop-verify serve` running)")]

@@ -181,8 +181,10 @@ def test_json_log_lines_have_utc_timestamps_and_events(tmp_path: Path) -> None:
         secret = "ghp_secret_token"  # must never reach the log through frame locals
         get_logger("loop-verify").exception("verify.error", token_len=len(secret))
     lines = [json.loads(line) for line in log_file.read_text().splitlines()]
-    assert [entry["event"] for entry in lines] == ["verify.passed", "stdlib record",
+    # A library's free text is kept as `message`, never as the event.
+    assert [entry["event"] for entry in lines] == ["verify.passed", "scheduler.library_message",
                                                     "verify.error"]
+    assert lines[1]["message"] == "stdlib record"
     assert lines[0]["task"] == "TASK-1" and lines[0]["level"] == "info"
     for entry in lines:
         assert entry["timestamp"].endswith("Z")

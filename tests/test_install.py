@@ -21,6 +21,7 @@ from jobs.config import Config
 from jobs.main import main
 from jobs.schedule_install import (
     LABEL,
+    Check,
     Target,
     install_launchagent,
     install_systemd,
@@ -31,16 +32,16 @@ from jobs.schedule_install import (
     next_fire_time,
     on_calendar,
     render_plist,
-    scheduler_checks,
     systemd_unquote,
     systemd_user_dir,
     unit_settings,
 )
+from jobs.schedule_status import scheduler_checks
 from jobs.scheduler import serve_lock
 
 PLIST_KEYS = {"Label", "ProgramArguments", "StartCalendarInterval", "EnvironmentVariables",
               "WorkingDirectory", "StandardOutPath", "StandardErrorPath", "ProcessType",
-              "LowPriorityIO"}
+              "LowPriorityIO", "LimitLoadToSessionType"}
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
 
@@ -97,7 +98,8 @@ def test_plist_has_exactly_the_keys_with_the_right_values(
     hour, minute = (int(x) for x in schedule.split(":"))
     assert plist["StartCalendarInterval"] == {"Hour": hour, "Minute": minute}
     path_dirs = plist["EnvironmentVariables"]["PATH"].split(":")
-    assert set(plist["EnvironmentVariables"]) == {"PATH"}
+    assert config.source is not None
+    assert plist["EnvironmentVariables"]["LOOP_JOBS_CONFIG"] == str(config.source.absolute())
     for tool in ("just", "git"):
         found = shutil.which(tool)
         assert found is not None
@@ -109,8 +111,11 @@ def test_plist_has_exactly_the_keys_with_the_right_values(
     assert plist["StandardOutPath"] == str(config.log_file.parent / "launchd.out.log")
     assert plist["StandardErrorPath"] == str(config.log_file.parent / "launchd.err.log")
     assert " " in plist["StandardOutPath"]
-    assert plist["ProcessType"] == "Background"
-    assert plist["LowPriorityIO"] is True
+    # Recipes are judged against a wall-clock timeout: launchd must not throttle them.
+    assert plist["ProcessType"] == "Interactive"
+    assert plist["LowPriorityIO"] is False
+    assert plist["LimitLoadToSessionType"] == ["Aqua", "Background", "LoginWindow",
+                                               "StandardIO", "System"]
 
 
 def test_launchd_time_converts_the_configured_zone_to_the_machine_zone(tmp_path: Path) -> None:
@@ -235,6 +240,11 @@ def test_systemd_calendar_agrees_with_the_schedule(tmp_path: Path, schedule: str
     assert expected[1] - expected[0] <= timedelta(hours=25)
 
 
+def installed_check(config: Config, now: datetime | None = None) -> list[Check]:
+    """The checks of the installed job itself (not where it writes)."""
+    return [c for c in scheduler_checks(config, now=now) if "writes" not in c.name]
+
+
 def test_scheduler_checks_report_nothing_installed(home: Path, tmp_path: Path) -> None:
     config = make_config(tmp_path, "07:30", None)
     [check] = scheduler_checks(config)
@@ -248,17 +258,17 @@ def test_scheduler_checks_report_the_systemd_timer(home: Path, tmp_path: Path,
     _install_units(config, program, home)
     config.log_file.parent.mkdir(parents=True, exist_ok=True)
     now = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
-    [check] = scheduler_checks(config, now=now)
+    [check] = installed_check(config, now=now)
     assert check.ok, check
     assert "next run 2026-11-30 07:30 GMT" in check.detail
 
     changed = make_config(tmp_path, "09:00", "Europe/London")
-    [check] = scheduler_checks(changed, now=now)
+    [check] = installed_check(changed, now=now)
     assert not check.ok and "does not match" in check.detail
     assert check.fix == "loop-verify install systemd"
 
     program.unlink()
-    [check] = scheduler_checks(config, now=now)
+    [check] = installed_check(config, now=now)
     assert not check.ok and f"missing: program {program}" in check.detail
 
 
@@ -271,18 +281,18 @@ def test_scheduler_checks_report_the_launchagent(home: Path, tmp_path: Path,
     path.write_bytes(render_plist(launchagent_plist(config, target)))
     config.log_file.parent.mkdir(parents=True, exist_ok=True)
     now = datetime(2026, 11, 30, 7, 0, tzinfo=UTC)
-    [check] = scheduler_checks(config, now=now)
+    [check] = installed_check(config, now=now)
     assert check.ok, check
     assert str(path) in check.detail and "next run 2026-12-01 06:10" in check.detail
 
     assert config.source is not None
     config.source.rename(config.source.with_suffix(".moved"))
-    [check] = scheduler_checks(config, now=now)
+    [check] = installed_check(config, now=now)
     assert not check.ok and "missing: config" in check.detail
     assert check.fix == "loop-verify install launchagent"
 
     path.write_bytes(b"not a plist")
-    [check] = scheduler_checks(config, now=now)
+    [check] = installed_check(config, now=now)
     assert not check.ok and "cannot be read" in check.detail
 
 
@@ -299,9 +309,12 @@ def test_scheduler_checks_report_a_running_serve(home: Path, tmp_path: Path) -> 
 
 def test_target_paths_are_absolute(home: Path, tmp_path: Path, program: Path) -> None:
     config = make_config(tmp_path, "07:30", None)
-    target = install_target(config, program=program, path_env="/usr/bin")
-    assert target == Target(program=program, config=Path(os.path.abspath(str(config.source))),
-                            log_dir=config.log_file.parent, working_dir=home, path_env="/usr/bin")
+    config_path = Path(os.path.abspath(str(config.source)))
+    target = install_target(config, program=program, path_env="/usr/bin", env={})
+    assert target == Target(program=program, config=config_path,
+                            log_dir=config.log_file.parent, working_dir=home, path_env="/usr/bin",
+                            env={"LOOP_JOBS_CONFIG": str(config_path)})
     lines: list[str] = []
     assert install_launchagent(config, print_only=True, target=target, out=lines.append) == 0
-    assert plistlib.loads("\n".join(lines).encode())["EnvironmentVariables"] == {"PATH": "/usr/bin"}
+    assert plistlib.loads("\n".join(lines).encode())["EnvironmentVariables"] == {
+        "PATH": "/usr/bin", "LOOP_JOBS_CONFIG": str(config_path)}

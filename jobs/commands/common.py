@@ -37,7 +37,7 @@ def setup(args: argparse.Namespace, *, repos: bool = True) -> Config:
 def start_logging(config: Config, *, console: bool | None = None) -> None:
     """Open the JSON log; one that cannot be written stops the verb with one line, no traceback."""
     try:
-        configure_logging(config.log_file, console=console)
+        configure_logging(config.log_file, console=console, machine=config.machine)
     except OSError as exc:
         # The same cause (an unwritable state_dir) makes the ledger exit 3: nothing was checked.
         raise LoopError(f"cannot write the log file {config.log_file}: {exc.strerror or exc}",

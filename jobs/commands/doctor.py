@@ -12,7 +12,8 @@ from jobs.commands.common import setup
 from jobs.config import Config
 from jobs.errors import EXIT_FAILED, EXIT_OK
 from jobs.ledger import Ledger, LedgerError
-from jobs.schedule_install import Check, scheduler_checks
+from jobs.schedule_install import Check
+from jobs.schedule_status import scheduler_checks
 
 
 def tool_checks() -> list[Check]:

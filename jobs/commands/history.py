@@ -8,23 +8,24 @@ import json
 from jobs.commands.common import parse_date, setup
 from jobs.config import expand_user
 from jobs.ledger import Ledger, iso_utc
-from jobs.output import format_line
+from jobs.output import format_line, one_line
 
 
 def main(args: argparse.Namespace) -> int:
     config = setup(args, repos=False)
     since = parse_date(args.since, "--since") if args.since else None
     repo = str(expand_user(args.repo, "--repo", "--repo").resolve()) if args.repo else None
-    ledger = Ledger(config.ledger)
+    ledger = Ledger(config.ledger, machine=config.machine)
     try:
-        attempts = ledger.history(since=since, repo=repo)
+        attempts = ledger.history(since=since, repo=repo, machine=args.machine or None)
     finally:
         ledger.close()
     if args.json:
         print(json.dumps({"attempts": [a.to_json() for a in attempts]}, sort_keys=True))
         return 0
     if not attempts:
-        print("no attempts recorded" + (f" since {since.isoformat()}" if since else ""))
+        print("no attempts recorded" + (f" since {since.isoformat()}" if since else "")
+              + (f" on {args.machine}" if args.machine else ""))
     for a in attempts:
-        print(f"{iso_utc(a.started_at)}  {format_line(a)}")
+        print(f"{iso_utc(a.started_at)}  {one_line(a.machine or '-')}  {format_line(a)}")
     return 0

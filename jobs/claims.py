@@ -1,0 +1,192 @@
+"""One verification across several machines: a due task is claimed in the ledger before it runs.
+
+A due verification is named across clones by the repository's identity (the normalised URL of the
+branch's remote, credentials stripped; else the path), the task id and the `verify:` label date.
+The claim is a row whose primary key is that name, so two machines inserting it at once cannot
+both succeed, on SQLite as on PostgreSQL. A claim is live until it expires (the repository's
+timeout plus grace: its holder died) or is finished (the verdict reached the task: nobody runs it
+again) or released (the recipe never judged the task: anyone may try again).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+
+from jobs.ledger import Ledger, claims, first_line, iso_utc, naive_utc
+from jobs.logs import get_logger
+
+log = get_logger("loop-jobs.claims")
+
+# Beyond timeout + kill_grace: starting `just`, writing the verdict and committing it.
+CLAIM_MARGIN = 60.0
+
+_SCP_LIKE = re.compile(r"^(?:(?P<user>[^@/]+)@)?(?P<host>[^:/]+):(?P<path>(?!//).*)$")
+_DEFAULT_PORTS = {"https": 443, "http": 80, "ssh": 22, "git": 9418}
+
+
+def normalise_remote(url: str, base: Path) -> str:
+    """One spelling for every way of naming a repository, without credentials.
+
+    `git@github.com:Owner/app.git`, `ssh://git@github.com/Owner/app` and
+    `https://user:token@GitHub.com/Owner/app.git/` all become `github.com/Owner/app`; a local path
+    or `file://` URL becomes the absolute path (relative ones are relative to `base`).
+    """
+    url = url.strip()
+    if "://" in url:
+        parts = urlsplit(url)
+        if parts.scheme == "file":
+            return _local(Path(parts.path), base)
+        host = (parts.hostname or "").lower()
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        if port is not None and port != _DEFAULT_PORTS.get(parts.scheme):
+            host = f"{host}:{port}"
+        return host + "/" + _path_part(parts.path)
+    scp = _SCP_LIKE.match(url)
+    if scp and not url.startswith(("/", ".")) and len(scp.group("host")) > 1:
+        # A one-letter "host" is a Windows drive, not ssh.
+        return scp.group("host").lower() + "/" + _path_part(scp.group("path"))
+    return _local(Path(url), base)
+
+
+def _path_part(path: str) -> str:
+    path = path.strip("/")
+    path = path.removesuffix(".git").rstrip("/")
+    return re.sub(r"/+", "/", path)
+
+
+def _local(path: Path, base: Path) -> str:
+    full = path if path.is_absolute() else base / path
+    return str(full.resolve()).removesuffix("/.git").removesuffix(".git")
+
+
+def claim_key(identity: str, task_id: str, label_date: str) -> str:
+    return hashlib.sha256("\0".join((identity, task_id, label_date)).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Claim:
+    key: str
+    identity: str
+    task_id: str
+    label_date: str
+    run_id: str
+    machine: str
+
+
+@dataclass(frozen=True)
+class Held:
+    """Someone else's claim on a verification: why this machine leaves it alone."""
+
+    machine: str
+    claimed_at: datetime
+    finished: bool
+
+    @property
+    def reason(self) -> str:
+        return f"claimed by {self.machine} at {iso_utc(self.claimed_at)}"
+
+
+def take(ledger: Ledger, claim: Claim, *, repo: str, ttl: float,
+         now: datetime | None = None) -> Held | None:
+    """Claim the verification; None when it is ours to run, else who holds it.
+
+    Raises SQLAlchemyError when the ledger cannot be reached: without a claim nothing runs.
+    """
+    moment = naive_utc(now or datetime.now(UTC))
+    expires = moment + timedelta(seconds=ttl)
+    values = {"key": claim.key, "identity": claim.identity, "task_id": claim.task_id,
+              "label_date": claim.label_date, "machine": claim.machine, "run_id": claim.run_id,
+              "repo": repo, "claimed_at": moment, "expires_at": expires,
+              "finished_at": None, "verdict": None}
+
+    def insert(conn: sa.Connection) -> bool:
+        try:
+            # A savepoint, so a refused insert leaves the transaction usable on PostgreSQL.
+            with conn.begin_nested():
+                conn.execute(claims.insert().values(**values))
+        except IntegrityError:
+            return False
+        return True
+
+    def take_over(conn: sa.Connection) -> tuple[bool, sa.Row[Any] | None]:
+        # Only one machine's UPDATE can match: the row is locked and the condition re-checked.
+        done = conn.execute(claims.update().where(
+            claims.c.key == claim.key, claims.c.finished_at.is_(None),
+            claims.c.expires_at < moment).values(**values))
+        if done.rowcount == 1:
+            return True, None
+        return False, conn.execute(sa.select(claims).where(claims.c.key == claim.key)).first()
+
+    for _ in range(3):
+        if ledger.execute("claim", insert):
+            log.info("claim.taken", task=claim.task_id, label_date=claim.label_date,
+                     machine=claim.machine, run_id=claim.run_id)
+            return None
+        taken, row = ledger.execute("claim", take_over)
+        if taken:
+            log.warning("claim.taken_over", task=claim.task_id, label_date=claim.label_date,
+                        machine=claim.machine, run_id=claim.run_id,
+                        reason="the previous holder's claim expired")
+            return None
+        if row is not None:
+            held = Held(row.machine, row.claimed_at.replace(tzinfo=UTC),
+                        row.finished_at is not None)
+            log.info("claim.held_elsewhere", task=claim.task_id, label_date=claim.label_date,
+                     holder=held.machine, run_id=claim.run_id, finished=held.finished)
+            return held
+        # Released between our insert and our look: try again.
+    raise sa.exc.OperationalError("claim", {}, Exception("the claim kept changing hands"))
+
+
+def finish(ledger: Ledger, claim: Claim, verdict: str) -> None:
+    """The verdict reached the task (or its pending edit): nobody verifies this key again."""
+    _settle(ledger, {"op": "finish", "key": claim.key, "run_id": claim.run_id,
+                     "verdict": verdict, "at": iso_utc(datetime.now(UTC))})
+
+
+def release(ledger: Ledger, claim: Claim) -> None:
+    """The task was not judged (an error, an interruption, drift): any machine may try again."""
+    _settle(ledger, {"op": "release", "key": claim.key, "run_id": claim.run_id})
+
+
+def _settle(ledger: Ledger, payload: dict[str, Any]) -> None:
+    if not ledger.unreachable:
+        try:
+            ledger.execute("claim", lambda conn: _apply(conn, payload))
+            return
+        except SQLAlchemyError as exc:
+            log.error("ledger.write_failed", ledger=ledger.shown_url, operation="claim",
+                      error=first_line(exc), spooled=ledger.spool is not None)
+            if ledger.spool is None:
+                return  # the claim expires by itself; nothing else depends on it
+            ledger.unreachable = True
+    if ledger.spool is not None:
+        ledger.spool.put("claim", payload)
+        ledger.spooled += 1
+        log.warning("ledger.spooled", ledger=ledger.shown_url, operation="claim")
+
+
+def _apply(conn: sa.Connection, payload: dict[str, Any]) -> None:
+    mine = (claims.c.key == payload["key"]) & (claims.c.run_id == payload["run_id"])
+    if payload["op"] == "finish":
+        at = datetime.strptime(payload["at"], "%Y-%m-%dT%H:%M:%SZ")
+        conn.execute(claims.update().where(mine).values(finished_at=at,
+                                                        verdict=payload["verdict"]))
+    else:
+        conn.execute(claims.delete().where(mine))
+
+
+def apply_spooled(ledger: Ledger, payload: dict[str, Any]) -> None:
+    ledger.execute("spool", lambda conn: _apply(conn, payload))

@@ -1,0 +1,45 @@
+"""Per-run recipe output under `state_dir/runs/<run_id>/`, pruned after `output_retention`."""
+
+from __future__ import annotations
+
+import shutil
+from datetime import datetime
+from pathlib import Path
+
+from jobs.logs import get_logger
+
+log = get_logger("loop-jobs.retention")
+
+RUNS_DIR = "runs"
+
+
+def prune_outputs(state_dir: Path, retention: float, now: datetime) -> list[Path]:
+    """Remove run folders whose newest file is older than `retention` seconds; returns them.
+
+    A folder's age is its newest entry's mtime, so a run that is still writing is never taken.
+    Folders that cannot be removed are logged and left for the next run.
+    """
+    runs = state_dir / RUNS_DIR
+    cutoff = now.timestamp() - retention
+    removed: list[Path] = []
+    try:
+        folders = sorted(p for p in runs.iterdir() if p.is_dir() and not p.is_symlink())
+    except OSError:
+        return removed
+    for folder in folders:
+        try:
+            newest = max([folder.stat().st_mtime,
+                          *(p.lstat().st_mtime for p in folder.rglob("*"))])
+        except OSError:
+            continue
+        if newest >= cutoff:
+            continue
+        try:
+            shutil.rmtree(folder)
+        except OSError as exc:
+            log.warning("outputs.prune_failed", run_folder=folder.name, error=str(exc))
+            continue
+        removed.append(folder)
+    if removed:
+        log.info("outputs.pruned", folders=len(removed), retention_s=retention)
+    return removed
