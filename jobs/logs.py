@@ -50,7 +50,7 @@ _APSCHEDULER = (
 class _Identity:
     """What every line of this process says about where it comes from."""
 
-    machine: str = "unknown"
+    machine: str = ""
     run_id: str = ""
 
 
@@ -70,6 +70,10 @@ def _add_identity(_logger: Any, _method: str,
                   event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     if not _Identity.run_id:
         _Identity.run_id = new_run_id()
+    if not _Identity.machine:
+        from jobs.config import default_machine
+
+        _Identity.machine = default_machine()
     event_dict.setdefault("machine", _Identity.machine)
     if not event_dict.get("run_id"):
         event_dict["run_id"] = _Identity.run_id

@@ -342,7 +342,7 @@ def test_history_filters(tmp_path: Path) -> None:
 
     text = repo.run("history")
     assert text.returncode == 0
-    assert re.search(r"Z\s+pass\s+app TASK-1", text.stdout) and "fail" in text.stdout
+    assert re.search(r"Z\s+\S+\s+pass\s+app TASK-1", text.stdout) and "fail" in text.stdout
     rc, data = repo.run_json("history", "--repo", str(repo.root))
     assert rc == 0 and len(data["attempts"]) == 2
     rc, data = repo.run_json("history", "--repo", str(tmp_path / "elsewhere"))
