@@ -56,10 +56,13 @@ from audit.rules import (
     chain,
     default_branch,
     entry_covers_remote,
+    first_entry,
     judged_branch,
     lines,
+    new_bits,
     noun,
     paths_note,
+    ranges_holding,
     reach_bits,
     ref_changes,
 )
@@ -147,7 +150,8 @@ class RepoJudge(ReleaseJudge):
                  for name, part in remotes.items()]
         by_remote: dict[str, list[PushEntry]] = {}
         for e in self.entries:
-            if not any(entry_covers_remote(e, name, part) for name, part in parts):
+            if not any(entry_covers_remote(e, name, part, self.all_remotes())
+                       for name, part in parts):
                 by_remote.setdefault(e.remote, []).append(e)
         for remote, es in sorted(by_remote.items()):
             self._add(remote, "", "remote-unaudited", None, None, UNVERIFIED,
@@ -173,6 +177,10 @@ class RepoJudge(ReleaseJudge):
                 heads.append(change)
             elif branch is not None and change.ref == branch.ref:
                 verdict_of[change.ref] = self._judge_branch(name, a, change, entries)
+            elif change.after is None and change.ref == default_branch(b, a):
+                verdict_of[change.ref] = self._add(
+                    name, change.ref, "branch-deleted", change.before, None, NON_FAST_FORWARD,
+                    "the default branch was deleted (a failure even when logged)")
             elif change.ref.startswith("refs/pull/"):
                 verdict_of[change.ref] = self._add(
                     name, change.ref, f"ref-{change.change}", change.before, change.after,
@@ -257,9 +265,41 @@ class RepoJudge(ReleaseJudge):
                              f"not a fast-forward of {short(change.before)}: history rewritten"
                              + (" (even though the push log holds it)" if logged else "")
                              + f"; {summary}")
+        verdict, midrun = self._midrun(change.ref, hist, entries)
+        if verdict is not None:
+            verdicts.append(verdict)
         return self._add(remote, change.ref, kind, change.before, change.after,
                          most_severe(verdicts) if verdicts else UNVERIFIED,
-                         ("fast-forward; " if change.before else "") + summary)
+                         ("fast-forward; " if change.before else "") + summary + midrun)
+
+    @staticmethod
+    def _midrun(ref: str, hist: BranchHistory, entries: Sequence[PushEntry]
+                ) -> tuple[str | None, str]:
+        """Rewrites in the middle of the run: a logged push of the default branch that deleted it
+        or whose old tip is not an ancestor of its new one fails, even when the net change is a
+        fast-forward (another session's commit may be gone); one that could not be checked is
+        UNVERIFIED."""
+        mine = [e for e in entries if e.ref == ref and e.old != ZERO]
+        deleted = [e for e in mine if e.new == ZERO]
+        rewrote = [e for e in mine if (e.old, e.new) in hist.rewrites]
+        unknown = [e for e in mine if e.new != ZERO and (e.old, e.new) not in hist.rewrites
+                   and (e.old, e.new) not in hist.fast_forwards]
+        notes: list[str] = []
+        if deleted:
+            plural = "s" if len(deleted) > 1 else ""
+            notes.append(f"the default branch was deleted (push-log line{plural} "
+                         f"{lines(deleted)}), even though logged")
+        if rewrote:
+            notes.append("rewritten in the middle of the run: "
+                         + ", ".join(f"line {e.line} {short(e.old)}..{short(e.new)} is not a "
+                                     "fast-forward" for e in rewrote))
+        if deleted or rewrote:
+            return NON_FAST_FORWARD, "; " + "; ".join(notes)
+        if unknown:
+            return UNVERIFIED, ("; could not check that logged pushes were fast-forwards: "
+                                + ", ".join(f"line {e.line} (old tip {short(e.old)} is not in "
+                                            "the clone)" for e in unknown))
+        return None, ""
 
     @staticmethod
     def _range(hist: BranchHistory, change: Change) -> list[Commit]:
@@ -281,20 +321,16 @@ class RepoJudge(ReleaseJudge):
         usable = [e for e in entries
                   if all(s == ZERO or s in hist.present for s in (e.old, e.new))]
         bits = reach_bits(hist.commits, usable)
-        ref_mask = 0
-        all_mask = 0
-        for i, e in enumerate(usable):
-            all_mask |= 1 << (2 * i)
-            if e.ref == change.ref:
-                ref_mask |= 1 << (2 * i)
+        this_ref = new_bits(i for i, e in enumerate(usable) if e.ref == change.ref)
+        any_entry = new_bits(range(len(usable)))
         branch_name = change.ref.removeprefix("refs/heads/")
         gh_repos = self._github_repos(part)
         own = self.charter.session if self.charter is not None else None
         verdicts: list[str] = []
         for order, commit in enumerate(commits):
-            v = bits.get(commit.sha, 0)
-            covered = (v & ~(v >> 1)) & ref_mask
-            under_logged_tip = bool(v & all_mask)
+            reach = bits.get(commit.sha, 0)
+            covered = ranges_holding(reach, this_ref)
+            under_logged_tip = bool(reach & any_entry)
             verdict, reason = self._judge_commit(commit, usable, covered, under_logged_tip,
                                                  branch_name, gh_repos, own)
             verdicts.append(verdict)
@@ -309,7 +345,7 @@ class RepoJudge(ReleaseJudge):
                       own: str | None) -> tuple[str, str]:
         said = f'"{commit.subject}"' if commit.subject is not None else "(unreadable subject)"
         if covered:
-            entry = usable[((covered & -covered).bit_length() - 1) // 2]
+            entry = usable[first_entry(covered)]
             return PUSH_LOGGED, (f"{said} in logged push {short(entry.old)}..{short(entry.new)} "
                                  f"(push-log line {entry.line}, {entry.source})")
         if commit.paths and all(p.startswith(BACKLOG_DIR) for p in commit.paths):

@@ -25,7 +25,7 @@ from audit.git import (
 )
 from audit.model import BranchHistory, Change, Commit, History
 from audit.pushlog import ZERO, PushEntry, same_repo
-from audit.rules import entry_covers_remote, judged_branch
+from audit.rules import entry_ancestry, entry_covers_remote, judged_branch
 from audit.snapshot import read_remote_config
 from audit.urls import redact_text
 
@@ -82,7 +82,8 @@ def gather_history(before: Mapping[str, Any], after: Mapping[str, Any],
             if change is not None:
                 work.append(_Work(name, change, b_part, a_part,
                                   [e for e in by_repo[repo]
-                                   if entry_covers_remote(e, name, a_part)]))
+                                   if entry_covers_remote(e, name, a_part,
+                                                          {**b['remotes'], **a['remotes']})]))
         if not work:
             continue
         try:
@@ -167,7 +168,29 @@ def _read_branch(repo: str, w: _Work, types: Mapping[str, str | None],
     exclude = sorted(x for x in w.exclusions() if types.get(x) == "commit")
     tips = [after, *sorted(present - {after})]
     commits = parse_history(history_log(repo, tips, exclude))
-    return BranchHistory(fast_forward, tuple(commits), present)
+    fast_forwards, rewrites = _entry_ancestry(repo, w, commits, present)
+    return BranchHistory(fast_forward, tuple(commits), present,
+                         fast_forwards=fast_forwards, rewrites=rewrites)
+
+
+def _entry_ancestry(repo: str, w: _Work, commits: Sequence[Commit], present: frozenset[str]
+                    ) -> tuple[frozenset[tuple[str, str]], frozenset[tuple[str, str]]]:
+    """Which of the branch's logged pushes were fast-forwards, from the graph already read; git
+    is asked (one `merge-base --is-ancestor` each) only about pairs the graph cannot settle."""
+    pairs = sorted({(e.old, e.new) for e in w.entries
+                    if e.ref == w.change.ref and e.old in present and e.new in present})
+    probes = [PushEntry("", "", w.change.ref, old, new, "", "", 0) for old, new in pairs]
+    answers = entry_ancestry(commits, probes)
+    ff: set[tuple[str, str]] = set()
+    rewritten: set[tuple[str, str]] = set()
+    for pair, answer in zip(pairs, answers, strict=True):
+        if answer is None:
+            try:
+                answer = is_ancestor(repo, *pair)
+            except GitFailed:
+                continue
+        (ff if answer else rewritten).add(pair)
+    return frozenset(ff), frozenset(rewritten)
 
 
 def _clean(text: str) -> str:

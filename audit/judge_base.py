@@ -38,7 +38,12 @@ class JudgeBase:
         return finding
 
     def _remote_entries(self, name: str, part: Mapping[str, Any]) -> list[PushEntry]:
-        return [e for e in self.entries if entry_covers_remote(e, name, part)]
+        return [e for e in self.entries
+                if entry_covers_remote(e, name, part, self.all_remotes())]
+
+    def all_remotes(self) -> dict[str, Mapping[str, Any]]:
+        """The repository's remotes in either snapshot (the after one where both have it)."""
+        return {**self.before.get("remotes", {}), **self.after.get("remotes", {})}
 
     def _github_repos(self, part: Mapping[str, Any]) -> list[str]:
         names: list[str] = []

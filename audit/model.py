@@ -80,12 +80,16 @@ class BranchHistory:
     `commits` holds every commit reachable from the after tip or from a push-log tip of that
     remote and not from the excluded before tips, children before parents. `present` holds the
     push-log tips that exist locally as commits: a present tip outside `commits` is an ancestor of
-    the before tip. `problem` says why the branch could not be checked at all.
+    the before tip. `fast_forwards` and `rewrites` hold the (old, new) pairs of the branch's log
+    entries whose old tip is, or is not, an ancestor of the new one (a pair in neither could not
+    be checked). `problem` says why the branch could not be checked at all.
     """
     fast_forward: bool | None
     commits: tuple[Commit, ...] = ()
     present: frozenset[str] = frozenset()
     problem: str | None = None
+    fast_forwards: frozenset[tuple[str, str]] = frozenset()
+    rewrites: frozenset[tuple[str, str]] = frozenset()
 
 
 @dataclass(frozen=True)

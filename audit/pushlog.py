@@ -11,6 +11,7 @@ from typing import Any
 
 from audit.git import GitFailed, run_git
 from audit.rundir import PUSH_LOG, run_lock
+from audit.urls import redact_url
 from jobs.errors import InputError
 from jobs.fsutil import fsync_dir
 
@@ -93,9 +94,12 @@ def append_push(run_dir: Path, entry: dict[str, str]) -> None:
 
 
 def append_pushes(run_dir: Path, entries: list[dict[str, str]]) -> None:
-    """Append entries (one line each) in one write under the run lock, then fsync."""
+    """Append entries (one line each) in one write under the run lock, then fsync. URLs are
+    written with their user-info redacted: a token in a remote URL never reaches the log."""
+    safe = [{k: redact_url(v) if k in ("remote", "url") else v for k, v in e.items()}
+            for e in entries]
     line = "".join(json.dumps(e, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-                   + "\n" for e in entries).encode("utf-8")
+                   + "\n" for e in safe).encode("utf-8")
     if not line:
         return
     with run_lock(run_dir):

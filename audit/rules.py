@@ -4,12 +4,14 @@ looks like, and which log entries' ranges hold a commit (the reach sets)."""
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from audit.model import Change, Commit
 from audit.pushlog import ZERO, PushEntry
+from audit.urls import redact_url
 
 BACKLOG_DIR = "backlog/"
 RELEASE_MANIFEST = ".release-please-manifest.json"
@@ -27,10 +29,32 @@ LOCAL = "local"
 PEELED = "^{}"
 
 
-def entry_covers_remote(entry: PushEntry, name: str, part: Mapping[str, Any]) -> bool:
-    # A push by URL names the URL git went to, which may be where an insteadOf rule sends it.
+def remote_urls(part: Mapping[str, Any]) -> set[str]:
+    """Every URL a remote names, as configured and where insteadOf rules send it, redacted and
+    normalised: how remotes (and push-log entries) are compared."""
     urls = [part.get("url"), *part.get("pushurls", []), *part.get("rewritten_to", [])]
-    return entry.remote == name or entry.remote in [u for u in urls if u]
+    return {_same_url(u) for u in urls if isinstance(u, str) and u}
+
+
+def _same_url(url: str) -> str:
+    url = redact_url(url).rstrip("/")
+    if "://" not in url and url.startswith("/"):
+        url = os.path.normpath(url)
+    return url
+
+
+def entry_covers_remote(entry: PushEntry, name: str, part: Mapping[str, Any],
+                        remotes: Mapping[str, Mapping[str, Any]] | None = None) -> bool:
+    """Does this log entry cover remote `name`? Its `remote` is that name, or a URL of it, or
+    another remote (of `remotes`, the repository's remotes in either snapshot) sharing a URL
+    with it after insteadOf: a push through one name lands wherever the URL leads."""
+    if entry.remote == name:
+        return True
+    mine = remote_urls(part)
+    if _same_url(entry.remote) in mine:
+        return True
+    other = (remotes or {}).get(entry.remote)
+    return other is not None and bool(remote_urls(other) & mine)
 
 
 def default_branch(b_part: Mapping[str, Any], a_part: Mapping[str, Any]) -> str:
@@ -123,24 +147,81 @@ def is_release_path(path: str) -> bool:
 
 
 
+# Reach sets. Which log entries' ranges hold which commit is worked out in one pass over the graph
+# whatever the number of entries, with a Python int as a set of bits: for entry i, bit 2i says
+# "its new tip reaches this commit" and bit 2i+1 "its old tip does".
+
+def new_bit(i: int) -> int:
+    return 1 << (2 * i)
+
+
+def old_bit(i: int) -> int:
+    return 1 << (2 * i + 1)
+
+
+def new_bits(indexes: Iterable[int]) -> int:
+    """The "new tip reaches" bits of these entries: a mask to ask about them only."""
+    mask = 0
+    for i in indexes:
+        mask |= new_bit(i)
+    return mask
+
+
+def ranges_holding(reach: int, mask: int) -> int:
+    """The new bits (within `mask`) of the entries whose range old..new holds a commit with
+    this reach set: its new tip reaches the commit and its old tip does not."""
+    return reach & ~(reach >> 1) & mask
+
+
+def first_entry(bits: int) -> int:
+    """The lowest entry index among these new bits (the earliest log line)."""
+    return ((bits & -bits).bit_length() - 1) // 2
+
+
 def reach_bits(commits: Sequence[Commit], entries: Sequence[PushEntry]) -> dict[str, int]:
-    """For each commit, bit 2i+1 when entry i's new tip reaches it and bit 2i+2 when its old
-    tip does (bit 0 is unused here). One pass over the graph, children before parents, whatever
-    the number of entries: a Python int is a set of bits."""
+    """For each commit, its reach set: new_bit(i) when entry i's new tip reaches it, old_bit(i)
+    when its old tip does. One pass over the graph, children before parents."""
     bits: dict[str, int] = {c.sha: 0 for c in commits}
     for i, e in enumerate(entries):
         if e.new in bits:
-            bits[e.new] |= 1 << (2 * i + 1)
+            bits[e.new] |= new_bit(i)
         if e.old in bits:
-            bits[e.old] |= 1 << (2 * i + 2)
+            bits[e.old] |= old_bit(i)
     parents = {c.sha: [p for p in c.parents if p in bits] for c in commits}
     for sha in children_first(commits):
         value = bits[sha]
         if value:
             for p in parents[sha]:
                 bits[p] |= value
-    # Shift so that bit 2i means "new reaches" and bit 2i+1 "old reaches".
-    return {sha: v >> 1 for sha, v in bits.items()}
+    return bits
+
+
+def entry_ancestry(commits: Sequence[Commit], entries: Sequence[PushEntry]
+                   ) -> list[bool | None]:
+    """For each entry, is its old tip an ancestor of its new tip (a fast-forward push)?
+
+    `commits` is what git listed: every commit reachable from the tips it was given and not
+    from the excluded ones. An old tip inside that graph is an ancestor exactly when the new
+    tip's reach set holds it (any path between them lies inside the graph). An old tip outside
+    it is an ancestor when it is a parent, on the graph's edge, of a commit the new tip reaches;
+    otherwise the graph cannot tell (None: ask git). Creations and deletions are None too."""
+    bits = reach_bits(commits, entries)
+    answers: list[bool | None] = [None] * len(entries)
+    edge: dict[str, list[int]] = {}
+    for i, e in enumerate(entries):
+        if ZERO in (e.old, e.new):
+            continue
+        if e.old in bits:
+            answers[i] = bool(bits[e.old] & new_bit(i)) and e.new in bits
+        elif e.new in bits:
+            edge.setdefault(e.old, []).append(i)
+    if edge:
+        for c in commits:
+            for p in c.parents:
+                for i in edge.get(p, ()) if p not in bits else ():
+                    if bits[c.sha] & new_bit(i):
+                        answers[i] = True
+    return answers
 
 
 def children_first(commits: Sequence[Commit]) -> list[str]:

@@ -177,7 +177,7 @@ def snapshot_releases(remotes: Mapping[str, RemoteConfig], token_cache: list[str
     for name in names:
         part = read_releases(name, token=token, base_url=base, timeout=_api_timeout(env))
         if not part["available"]:
-            return {"available": False, "reason": part["reason"], **ident}
+            return {"available": False, "reason": redact_text(part["reason"]), **ident}
         releases.extend({**r, "repo": name} for r in part["releases"])
     releases.sort(key=lambda r: (r["repo"].lower(), str(r["tag_name"]),
                                  str(r["created_at"] or ""), r["id"] or 0))

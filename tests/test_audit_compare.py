@@ -514,14 +514,16 @@ def test_a_default_branch_created_during_the_run(tmp_path: Path) -> None:
     assert exit_code(findings) == 0
 
 
-def test_a_deleted_default_branch_needs_the_log(tmp_path: Path) -> None:
+def test_a_deleted_default_branch_fails_logged_or_not(tmp_path: Path) -> None:
     run = Run(tmp_path)
     git(run.clone, "push", "-q", "origin", "HEAD:refs/heads/keep")
     git(run.bare, "config", "receive.denyDeleteCurrent", "ignore")
     run.before = run.snapshot()
     run.push(src="", ref="refs/heads/main", logged=False)
     got = verdicts(run.judge())
-    assert got[("refs/heads/main", "branch-deleted")] == UNGRANTED
+    assert got[("refs/heads/main", "branch-deleted")] == NON_FAST_FORWARD
+    run.record("refs/heads/main", rev(run.clone, "HEAD"), ZERO)
+    assert verdicts(run.judge())[("refs/heads/main", "branch-deleted")] == NON_FAST_FORWARD
 
 
 def test_a_retargeted_remote_head_is_ungranted(tmp_path: Path) -> None:
