@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
+import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -61,36 +64,93 @@ def find_token(env: Mapping[str, str] = os.environ) -> str | None:
     return token if done.returncode == 0 and token else None
 
 
+DEFAULT_CAP = 60.0
+CAP_ENV = "LOOP_PI_GITHUB_TIMEOUT"
+
+
+def github_cap(env: Mapping[str, str] = os.environ) -> float:
+    """Seconds one snapshot's GitHub calls may take together ($LOOP_PI_GITHUB_TIMEOUT, 60)."""
+    raw = env.get(CAP_ENV, "")
+    try:
+        value = float(raw) if raw else DEFAULT_CAP
+    except ValueError:
+        return DEFAULT_CAP
+    return value if value > 0 else DEFAULT_CAP
+
+
+@dataclass
+class Deadline:
+    """The time one snapshot's GitHub calls share: a slow page, a trickling server, a retry or
+    a rate limit all spend it, and nothing waits past it."""
+    seconds: float
+    ends: float
+
+    @classmethod
+    def after(cls, seconds: float) -> Deadline:
+        return cls(seconds, time.monotonic() + seconds)
+
+    def remaining(self) -> float:
+        return max(0.0, self.ends - time.monotonic())
+
+
+def api_base_for(host: str, env: Mapping[str, str] = os.environ) -> str:
+    """The REST API for a repository on `host`: github.com's own for github.com remotes, and
+    $GITHUB_API_URL only for remotes on that Enterprise host."""
+    if host.lower() in GITHUB_HOSTS:
+        return DEFAULT_API_URL
+    return api_base_url(env)
+
+
 def read_releases(owner_name: str, *, token: str | None, base_url: str | None,
-                  timeout: float = 10) -> dict[str, Any]:
-    """Every release of `owner_name` (all pages), or why they could not be read.
+                  timeout: float = DEFAULT_CAP, deadline: Deadline | None = None
+                  ) -> dict[str, Any]:
+    """Every release of `owner_name` (all pages) with its assets, or why they could not be read.
 
     Any failure at all makes the part unavailable: a half-read list of releases must never pass
-    for the whole list.
+    for the whole list. The reading runs in a daemon thread that is abandoned when `deadline`
+    (else `timeout` seconds from now) passes: a server that trickles a byte every few seconds
+    never trips a per-read socket timeout, and must not hold the snapshot.
     """
     if not token:
         return {"available": False, "reason": "no GitHub token: set GITHUB_TOKEN or GH_TOKEN, "
                 "or log in with `gh auth login`"}
+    deadline = deadline or Deadline.after(timeout)
+    base = (base_url or DEFAULT_API_URL).rstrip("/")
+    where = f"releases of {owner_name} from {base}"
+    late = _unavailable(f"GitHub did not answer within {deadline.seconds:g}s reading {where}")
+    if deadline.remaining() <= 0:
+        return late
+    result: list[dict[str, Any]] = []
+    worker = threading.Thread(
+        target=lambda: result.append(_read(owner_name, token, base, where, deadline)),
+        name=f"github-releases-{owner_name}", daemon=True)
+    worker.start()
+    worker.join(deadline.remaining())
+    return result[0] if result else late
+
+
+def _read(owner_name: str, token: str, base: str, where: str,
+          deadline: Deadline) -> dict[str, Any]:
     # Imported here: PyGithub costs a fifth of a second, and most audits of local remotes
     # never need it.
     import requests
-    from github import Auth, Github, GithubException, GithubRetry
+    from github import Auth, Github, GithubException
     from github.GithubException import (
         BadCredentialsException,
         IncompletableObject,
         RateLimitExceededException,
         UnknownObjectException,
     )
+    from urllib3.util.retry import Retry
 
-    base = (base_url or DEFAULT_API_URL).rstrip("/")
-    # Bounded: a retry for a flaky gateway, never the hour-long sleep for a rate-limit reset.
-    retry = GithubRetry(total=2, connect=2, read=False, backoff_factor=0.5,
-                        status_forcelist=[502, 503, 504], secondary_rate_wait=5,
-                        max_rate_limit_wait=5)
-    client = Github(auth=Auth.Token(token), base_url=base, timeout=max(1, round(timeout)),
-                    retry=retry, per_page=100, seconds_between_requests=None, lazy=True,
-                    user_agent="loop-pi-audit")
-    where = f"releases of {owner_name} from {base}"
+    # A retry for a flaky gateway only, and never the hour a Retry-After asks for: a rate limit
+    # is reported at once (the deadline would cut any wait short anyway).
+    retry = Retry(total=2, connect=2, read=False, backoff_factor=0.5,
+                  status_forcelist=[502, 503, 504], respect_retry_after_header=False,
+                  allowed_methods=["GET"], raise_on_status=False)
+    client = Github(auth=Auth.Token(token), base_url=base,
+                    timeout=max(1, int(deadline.remaining())), retry=retry, per_page=100,
+                    seconds_between_requests=None, lazy=True, user_agent="loop-pi-audit")
     try:
         repo = client.get_repo(owner_name)
         releases = [_release_json(r) for r in repo.get_releases()]
@@ -106,12 +166,14 @@ def read_releases(owner_name: str, *, token: str | None, base_url: str | None,
         return _unavailable(f"GitHub says not found ({exc.status}): {owner_name} does not exist "
                             f"or the token cannot see it; reading {where}")
     except GithubException as exc:
-        if exc.status == 403 and (exc.headers or {}).get("x-ratelimit-remaining") == "0":
+        headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
+        if exc.status == 429 or (exc.status == 403 and (
+                headers.get("x-ratelimit-remaining") == "0" or "retry-after" in headers)):
             return _unavailable(f"GitHub rate limit exhausted ({exc.status}"
                                 f"{_reset_note(exc)}) reading {where}")
         return _unavailable(f"GitHub answered {exc.status} {_message(exc)} reading {where}")
     except requests.exceptions.Timeout:
-        return _unavailable(f"GitHub did not answer within {timeout:g}s reading {where}")
+        return _unavailable(f"GitHub did not answer within {deadline.seconds:g}s reading {where}")
     except requests.exceptions.RetryError as exc:
         return _unavailable(f"GitHub kept failing after retries ({exc}) reading {where}")
     except requests.exceptions.RequestException as exc:
@@ -170,7 +232,11 @@ def _message(exc: GithubException) -> str:
 
 def _reset_note(exc: GithubException) -> str:
     headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
+    notes = []
     reset = headers.get("x-ratelimit-reset", "")
     if reset.isdigit():
-        return f"; resets at {iso_z(datetime.fromtimestamp(int(reset), UTC))}"
-    return ""
+        notes.append(f"resets at {iso_z(datetime.fromtimestamp(int(reset), UTC))}")
+    retry_after = headers.get("retry-after", "")
+    if retry_after:
+        notes.append(f"Retry-After {retry_after[:20]}, not waited")
+    return "".join(f"; {n}" for n in notes)

@@ -16,8 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from audit.git import GitFailed, absolute_url, ls_remote, remote_timeout, run_git
-from audit.github import api_base_url, find_token, github_hosts, read_releases
-from audit.urls import github_repo_from_url, redact_text, redact_url
+from audit.github import (
+    Deadline,
+    api_base_for,
+    find_token,
+    github_cap,
+    github_hosts,
+    read_releases,
+)
+from audit.urls import github_remote, redact_text, redact_url
 from jobs.errors import InputError, UsageError
 
 NOT_ON_GITHUB = "no remote on a GitHub host"
@@ -141,41 +148,60 @@ def snapshot_tags(repo: str) -> dict[str, Any]:
     return {"available": True, "tags": dict(sorted(tags.items()))}
 
 
-def github_repos_of(remotes: Mapping[str, RemoteConfig],
-                    env: Mapping[str, str] = os.environ) -> list[str]:
-    """Distinct GitHub owner/names the remotes' configured URLs name, the primary first:
+
+def github_remotes_of(remotes: Mapping[str, RemoteConfig],
+                      env: Mapping[str, str] = os.environ) -> list[tuple[str, str]]:
+    """Distinct (host, owner/name) the remotes' configured URLs name, the primary first:
     origin's fetch URL, else origin's push URL, else the first remote by name.
 
     URLs that only reach GitHub through insteadOf (a shorthand such as `gh:o/n`) come last:
     attribution follows the configured URL, but a rewrite must not hide a GitHub remote."""
     hosts = github_hosts(env)
     ordered = sorted(remotes.values(), key=lambda r: (r.name != "origin", r.name))
-    found: list[str] = []
+    found: list[tuple[str, str]] = []
     seen: set[str] = set()
     candidates = [u for r in ordered for u in [*r.urls, *r.pushurls]]
     candidates += [u for r in ordered for u in r.effective]
     for url in candidates:
-        name = github_repo_from_url(url, hosts)
-        if name is not None and name.lower() not in seen:
-            seen.add(name.lower())
-            found.append(name)
+        named = github_remote(url, hosts)
+        if named is not None and named[1].lower() not in seen:
+            seen.add(named[1].lower())
+            found.append(named)
     return found
 
 
-def snapshot_releases(remotes: Mapping[str, RemoteConfig], token_cache: list[str | None],
-                      env: Mapping[str, str] = os.environ) -> dict[str, Any]:
-    names = github_repos_of(remotes, env)
+@dataclass
+class GitHubReads:
+    """What one snapshot's GitHub reads share: the token (looked up once) and the deadline."""
+    env: Mapping[str, str]
+    deadline: Deadline | None = None
+    tokens: list[str | None] = field(default_factory=list)
+
+    def token(self) -> str | None:
+        if not self.tokens:
+            self.tokens.append(find_token(self.env))
+        return self.tokens[0]
+
+    def clock(self) -> Deadline:
+        if self.deadline is None:
+            # Started at the first GitHub call, not at the start of the git work.
+            self.deadline = Deadline.after(github_cap(self.env))
+        return self.deadline
+
+
+def snapshot_releases(remotes: Mapping[str, RemoteConfig], reads: GitHubReads
+                      ) -> dict[str, Any]:
+    named = github_remotes_of(remotes, reads.env)
+    names = [name for _host, name in named]
     if not names:
         return {"available": True, "releases": [], "note": NOT_ON_GITHUB, "github_repo": None,
                 "github_repos": []}
-    if not token_cache:
-        token_cache.append(find_token(env))
-    token = token_cache[0]
-    base = api_base_url(env)
+    token = reads.token()
     ident = {"github_repo": names[0], "github_repos": names}
     releases: list[dict[str, Any]] = []
-    for name in names:
-        part = read_releases(name, token=token, base_url=base, timeout=_api_timeout(env))
+    for host, name in named:
+        part = read_releases(name, token=token, base_url=api_base_for(host, reads.env),
+                             deadline=reads.clock())
         if not part["available"]:
             return {"available": False, "reason": redact_text(part["reason"]), **ident}
         releases.extend({**r, "repo": name} for r in part["releases"])
@@ -184,21 +210,13 @@ def snapshot_releases(remotes: Mapping[str, RemoteConfig], token_cache: list[str
     return {"available": True, "releases": releases, **ident}
 
 
-def _api_timeout(env: Mapping[str, str]) -> float:
-    raw = env.get("LOOP_PI_GITHUB_TIMEOUT", "")
-    try:
-        return float(raw) if raw else 10.0
-    except ValueError:
-        return 10.0
-
-
 def take_snapshot(repos: Sequence[Path], *, charter_sha256: str | None,
                   taken_at: datetime | None = None,
                   env: Mapping[str, str] = os.environ) -> dict[str, Any]:
     """Snapshot every repository; remotes are asked in parallel, each under its own timeout."""
     when = iso_now(taken_at)
     timeout = remote_timeout(env)
-    token_cache: list[str | None] = []
+    reads = GitHubReads(env)
     entries: dict[str, dict[str, Any]] = {}
     configs: dict[str, dict[str, RemoteConfig]] = {}
     for repo in repos:
@@ -219,7 +237,7 @@ def take_snapshot(repos: Sequence[Path], *, charter_sha256: str | None,
             "remotes": {r.name: part for (k, r), part in zip(work, remote_parts, strict=True)
                         if k == key},
             "tags": snapshot_tags(key),
-            "releases": snapshot_releases(cfg, token_cache, env),
+            "releases": snapshot_releases(cfg, reads),
         }
     return {"taken_at": when, "charter_sha256": charter_sha256,
             "repos": dict(sorted(entries.items()))}

@@ -43,7 +43,13 @@ def _looks_secret(user: str) -> bool:
 
 
 def github_repo_from_url(url: str, extra_hosts: Iterable[str] = ()) -> str | None:
-    """`owner/name` when `url` names a repository on a GitHub host, else None.
+    """`owner/name` when `url` names a repository on a GitHub host, else None."""
+    found = github_remote(url, extra_hosts)
+    return found[1] if found is not None else None
+
+
+def github_remote(url: str, extra_hosts: Iterable[str] = ()) -> tuple[str, str] | None:
+    """(host, `owner/name`) when `url` names a repository on a GitHub host, else None.
 
     Understands https/http/git URLs, `ssh://[user@]host[:port]/o/n(.git)` and scp-like
     `[user@]host:o/n(.git)`. Local paths and file:// URLs name no host and give None.
@@ -73,4 +79,4 @@ def github_repo_from_url(url: str, extra_hosts: Iterable[str] = ()) -> str | Non
     owner, name = segments[0], segments[1].removesuffix(".git")
     if not name or not _PART.match(owner) or not _PART.match(name):
         return None
-    return f"{owner}/{name}"
+    return host.lower(), f"{owner}/{name}"

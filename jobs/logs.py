@@ -162,5 +162,17 @@ def configure_logging(log_file: Path | None, *, console: bool | None = None,
         root.addHandler(sh)
 
 
+def json_file_handler(log_file: Path) -> logging.Handler:
+    """A handler writing records as this module's JSON lines, for a library's loggers routed on
+    their own (loop-pi-audit's PyGithub and urllib3) without reconfiguring the whole process."""
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.handlers.WatchedFileHandler(log_file, encoding="utf-8")
+    handler.setFormatter(structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=_SHARED,
+        processors=[_own_event, structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                    structlog.processors.JSONRenderer(sort_keys=True)]))
+    return handler
+
+
 def get_logger(name: str = "loop-jobs") -> Any:
     return structlog.get_logger(name)

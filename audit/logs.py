@@ -1,0 +1,49 @@
+"""Where PyGithub's and urllib3's own log records go: our structured log, never bare stderr.
+
+They are written as the project's JSON lines (`jobs.logs`: `run_id`, `machine`, an `event` of
+our vocabulary such as `library.urllib3`, the library's text in `message`) to
+`$LOOP_PI_AUDIT_LOG`, else `audit-log.jsonl` in the run directory when the command has one, else
+nowhere. Only those libraries' loggers are routed (with propagation off), so Python's
+last-resort handler never prints them and nothing else in the process is reconfigured.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from audit.rundir import ENV_VAR
+
+LOG_ENV = "LOOP_PI_AUDIT_LOG"
+RUN_LOG = "audit-log.jsonl"
+LIBRARIES = ("github", "urllib3", "requests")
+
+
+def audit_log_file(run_dir_arg: str | None, env: Mapping[str, str] = os.environ) -> Path | None:
+    explicit = env.get(LOG_ENV, "")
+    if explicit:
+        return Path(explicit).expanduser()
+    run_dir = run_dir_arg or env.get(ENV_VAR, "")
+    return Path(run_dir).expanduser().absolute() / RUN_LOG if run_dir else None
+
+
+def route_library_logs(log_file: Path | None) -> None:
+    handler: logging.Handler = logging.NullHandler()
+    if log_file is not None:
+        from jobs.logs import json_file_handler
+        try:
+            handler = json_file_handler(log_file)
+        except OSError:
+            pass  # an unwritable log must not stop the audit; the records are dropped
+    handler.set_name("loop-pi-audit")
+    for name in LIBRARIES:
+        logger = logging.getLogger(name)
+        for old in [h for h in logger.handlers if h.get_name() == "loop-pi-audit"]:
+            logger.removeHandler(old)
+            old.close()
+        logger.addHandler(handler)
+        logger.propagate = False
+        # Below a warning says nothing closeout needs (urllib3's debug lines name every URL).
+        logger.setLevel(logging.WARNING)
