@@ -18,6 +18,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--run-dir", metavar="DIR",
                        help="the run directory (else $LOOP_PI_RUN_DIR)")
 
+    def ledger_config(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--config", metavar="FILE",
+                       help="loop-verify's config, whose ledger: records this audit")
+
     begin = sub.add_parser("begin", help="take a fresh before-snapshot of REPO")
     begin.add_argument("repo", metavar="REPO")
     begin.add_argument("--charter", metavar="FILE")
@@ -45,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     close.add_argument("--push-log", metavar="FILE")
     run_dir(close)
     close.add_argument("--json", action="store_true")
+    ledger_config(close)
 
     snap = sub.add_parser("snapshot", help="write a snapshot of REPO... to FILE")
     snap.add_argument("--out", required=True, metavar="FILE")
@@ -56,6 +61,9 @@ def build_parser() -> argparse.ArgumentParser:
     cmp.add_argument("--charter", metavar="FILE")
     cmp.add_argument("--push-log", metavar="FILE")
     cmp.add_argument("--json", action="store_true")
+    cmp.add_argument("--run-dir", metavar="DIR",
+                     help="the run these snapshots belong to: record the audit in the ledger")
+    ledger_config(cmp)
 
     rep = sub.add_parser("report", help="re-print the last report")
     run_dir(rep)

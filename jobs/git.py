@@ -167,3 +167,16 @@ def last_commit(root: Path, path: str) -> tuple[str, str] | None:
 
 def version() -> str:
     return _run(Path.cwd(), "--version").strip()
+
+
+def remote_urls(root: Path) -> dict[str, str]:
+    """Each configured remote's URL as written (before insteadOf), by remote name."""
+    try:
+        out = _run(root, "config", "--get-regexp", r"^remote\..*\.url$")
+    except GitError:
+        return {}  # no remote at all (git config exits 1), or not a repository any more
+    urls: dict[str, str] = {}
+    for line in out.splitlines():
+        key, _, value = line.partition(" ")
+        urls.setdefault(key.removeprefix("remote.").removesuffix(".url"), value)
+    return urls

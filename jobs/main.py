@@ -39,6 +39,19 @@ def build_parser() -> argparse.ArgumentParser:
     hist.add_argument("--machine", metavar="NAME", help="only this machine's attempts")
     hist.add_argument("--json", action="store_true")
 
+    review = sub.add_parser("review", help="write the incident-review report (HTML or Markdown)")
+    config_opt(review)
+    review.add_argument("--out", metavar="FILE", help="write the report here (default: stdout)")
+    review.add_argument("--format", choices=["html", "markdown"], default="html")
+    review.add_argument("--since", metavar="T",
+                        help="from this date or time (default: 30 days before --until)")
+    review.add_argument("--until", metavar="T",
+                        help="up to this date (inclusive) or time (default: now)")
+    review.add_argument("--repo", metavar="PATH|NAME", help="one repository, by path or name")
+    review.add_argument("--task", metavar="ID", help="one task id")
+    review.add_argument("--verdict", metavar="V", help="only attempts and audits with this verdict")
+    review.add_argument("--machine", metavar="NAME", help="only what this machine recorded")
+
     serve = sub.add_parser("serve", help="run the daily verification in-process (APScheduler)")
     config_opt(serve)
 
@@ -69,6 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command == "history":
         from jobs.commands import history
         return history.main(args)
+    if command == "review":
+        from jobs.commands import review
+        return review.main(args)
     if command == "serve":
         from jobs.commands import serve
         return serve.main(args)

@@ -29,6 +29,7 @@ from audit.github import github_hosts
 from audit.history import gather_history
 from audit.model import Finding, exit_code
 from audit.pushlog import PushEntry, read_push_log
+from audit.record import record_audit
 from audit.report import render_json, render_text
 from audit.rundir import (
     AFTER,
@@ -72,6 +73,8 @@ def closeout(args: argparse.Namespace) -> int:
         atomic_write(run_dir / REPORT_JSON, data.encode("utf-8"))
         atomic_write(run_dir / REPORT_TXT, text.encode("utf-8"))
     print(data if args.json else text, end="")
+    record_audit(args.config, command="closeout", run_dir=run_dir, before=before, after=after,
+                 findings=findings, charter_sha256=before.get("charter_sha256"))
     return exit_code(findings)
 
 
@@ -83,6 +86,10 @@ def compare(args: argparse.Namespace) -> int:
     entries = load_push_log(args.push_log, None)
     findings = judge_snapshots(before, after, entries, charter)
     print(render_json(findings) if args.json else render_text(findings), end="")
+    if args.run_dir is not None:
+        record_audit(args.config, command="compare", run_dir=Path(args.run_dir), before=before,
+                     after=after, findings=findings,
+                     charter_sha256=charter.sha256 if charter is not None else None)
     return exit_code(findings)
 
 

@@ -1,0 +1,125 @@
+"""Recording an audit run in loop-verify's ledger, for `loop-verify review`.
+
+The ledger is found as loop-verify finds it (`--config`, $LOOP_JOBS_CONFIG, the XDG default;
+its `ledger:` and `machine:` keys). Recording is a side channel: whatever goes wrong here (no
+readable config, a ledger that cannot be opened or written) is one warning line on stderr and a
+log event, and the audit's verdict and exit code stay exactly what the judgement said.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from audit.compare import Finding, exit_code, overall
+from jobs.errors import LoopError
+
+
+def record_audit(config_arg: str | None, *, command: str, run_dir: Path | None,
+                 before: Mapping[str, Any], after: Mapping[str, Any],
+                 findings: Sequence[Finding], charter_sha256: str | None) -> None:
+    """Write the run and its findings to the configured ledger; never raises, never exits."""
+    # Imported here: closeout without a ledger to write must not pay for SQLAlchemy.
+    from jobs.config import find_config_path, load_config
+
+    path, _named = find_config_path(config_arg, os.environ)
+    try:
+        config = load_config(config_arg)
+    except LoopError as exc:
+        _warn(f"audit not recorded in the ledger: {exc}")
+        return
+    if not _ledger_configured(path):
+        return
+    try:
+        _write(config.ledger, _run(config, command, run_dir, before, after, findings,
+                                   charter_sha256))
+    except Exception as exc:  # any failure here must leave the verdict alone
+        reason = _first_line(exc)
+        _warn(f"audit not recorded in the ledger {_redact(config.ledger)}: {reason}")
+        _log(config.log_file, reason, config.ledger)
+
+
+def _ledger_configured(path: Path) -> bool:
+    """Whether the config file sets `ledger:` (the SPEC records audits only then)."""
+    import yaml
+
+    if not path.exists():
+        return False
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return isinstance(data, dict) and "ledger" in data
+
+
+def _run(config: Any, command: str, run_dir: Path | None, before: Mapping[str, Any],
+         after: Mapping[str, Any], findings: Sequence[Finding],
+         charter_sha256: str | None) -> Any:
+    from jobs.ledger_audit import AuditFinding, AuditRun
+
+    return AuditRun(
+        recorded_at=datetime.now(UTC), command=command, verdict=overall(findings),
+        exit_code=exit_code(findings), repos=_remotes(before, after),
+        machine=getattr(config, "machine", None) or socket.gethostname(),
+        run_dir=str(run_dir.resolve()) if run_dir is not None else None,
+        charter_sha256=charter_sha256,
+        findings=[AuditFinding(repo=f.repo, remote=f.remote or None, ref=f.ref or None,
+                               kind=f.kind, before=f.before, after=f.after, commit=f.commit,
+                               verdict=f.verdict, reason=f.reason) for f in findings])
+
+
+def _remotes(*snapshots: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """Each repository's remote URLs (already redacted in the snapshot), for the review's links."""
+    repos: dict[str, dict[str, str]] = {}
+    for snap in snapshots:
+        for repo, part in (snap.get("repos") or {}).items():
+            urls = repos.setdefault(str(repo), {})
+            remotes = part.get("remotes") if isinstance(part, Mapping) else None
+            if not isinstance(remotes, Mapping):
+                continue
+            for name, remote in remotes.items():
+                if isinstance(remote, Mapping) and isinstance(remote.get("url"), str):
+                    urls.setdefault(str(name), remote["url"])
+    return repos
+
+
+def _write(url: str, run: Any) -> None:
+    from jobs.ledger import Ledger
+    from jobs.ledger_audit import ensure_audit_tables, insert_audit_run
+
+    ledger = Ledger(url)
+    try:
+        ensure_audit_tables(ledger.engine)
+        insert_audit_run(ledger.engine, run)
+    finally:
+        ledger.close()
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0] if lines else type(exc).__name__
+
+
+def _redact(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except Exception:  # a URL it cannot parse: show its scheme alone
+        return url.split("://", 1)[0] + "://…"
+
+
+def _warn(message: str) -> None:
+    print(f"loop-pi-audit: warning: {message} (the audit's verdict stands)", file=sys.stderr)
+
+
+def _log(log_file: Path, reason: str, url: str) -> None:
+    from jobs.logs import configure_logging, get_logger
+
+    try:
+        configure_logging(log_file, console=False)
+        get_logger().warning("audit.ledger_unwritable", reason=reason, ledger=_redact(url))
+    except OSError:
+        pass  # the stderr line already said it; a log that cannot be written adds nothing

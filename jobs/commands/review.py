@@ -1,0 +1,101 @@
+"""`loop-verify review`: one self-contained incident-review report from the ledger."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import socket
+import sys
+from datetime import UTC, date, datetime, time, timedelta, tzinfo
+from pathlib import Path
+
+from jobs.config import expand_user, load_config
+from jobs.errors import UsageError
+from jobs.fsutil import atomic_write
+from jobs.ledger import VERDICTS
+from jobs.ledger_audit import AUDIT_VERDICTS, AuditFinding, AuditRun
+from jobs.review.html import render_html
+from jobs.review.links import LocalSites, Site, site_for_github_remote, site_for_url
+from jobs.review.local import OutputReader, task_title
+from jobs.review.markdown import render_markdown
+from jobs.review.model import build_review
+from jobs.review.query import Filters, read_ledger
+
+DEFAULT_DAYS = 30
+REVIEW_VERDICTS = tuple(dict.fromkeys((*VERDICTS, *AUDIT_VERDICTS)))
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
+
+
+def parse_moment(text: str, option: str, zone: tzinfo, *, end: bool) -> datetime:
+    """A date (a whole day in the configured zone; --until includes it) or an ISO timestamp
+    (naive ones in the configured zone)."""
+    try:
+        if _DATE.fullmatch(text):
+            day = date.fromisoformat(text) + timedelta(days=1 if end else 0)
+            return datetime.combine(day, time.min, tzinfo=zone)
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(f"{option}: expected a date YYYY-MM-DD or a time such as "
+                         f"2026-11-30T07:30:00Z (got {text!r})") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=zone)
+
+
+def main(args: argparse.Namespace, now: datetime | None = None) -> int:
+    # Neither logging nor GitPython is set up here: a read-only report starts faster without
+    # them (git is asked, through jobs/git.py, only for repositories that are on this machine).
+    config = load_config(args.config)
+    zone = config.timezone
+    now = now or datetime.now(UTC)
+    if args.verdict is not None and args.verdict not in REVIEW_VERDICTS:
+        raise UsageError(f"--verdict: expected one of {', '.join(REVIEW_VERDICTS)} "
+                         f"(got {args.verdict!r})")
+    until = parse_moment(args.until, "--until", zone, end=True) if args.until else now
+    since = (parse_moment(args.since, "--since", zone, end=False) if args.since
+             else until - timedelta(days=DEFAULT_DAYS))
+    if since >= until:
+        raise UsageError(f"--since {args.since or since.isoformat()} is not before --until "
+                         f"{args.until or until.isoformat()}")
+    repo_path, repo_name = _repo_filter(args.repo)
+    filters = Filters(since=since, until=until, repo_path=repo_path, repo_name=repo_name,
+                      task=args.task, verdict=args.verdict, machine=args.machine)
+    data = read_ledger(config.ledger, filters)
+    machine = getattr(config, "machine", None) or socket.gethostname()
+    shown = [(name, value) for name, value in (
+        ("repository", repo_path or repo_name), ("task", args.task), ("verdict", args.verdict),
+        ("machine", args.machine)) if value]
+    review = build_review(
+        data, since=since, until=until, zone=zone, filters=shown,
+        site_of=LocalSites(), audit_site_of=audit_site,
+        read_output=OutputReader(machine, data.has_machine), title_of=task_title)
+    render = render_html if args.format == "html" else render_markdown
+    text = render(review, now)
+    if args.out:
+        out = Path(args.out)
+        try:
+            atomic_write(out, text.encode("utf-8"))
+        except OSError as exc:
+            raise UsageError(f"--out {out}: {exc.strerror or exc}") from None
+        print(f"review written to {out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _repo_filter(raw: str | None) -> tuple[str | None, str | None]:
+    if not raw:
+        return None, None
+    path = expand_user(raw, "--repo", "--repo")
+    # A folder that exists, or anything spelled as a path, is a path; else a repository's name.
+    if os.sep in raw or raw.startswith("~") or path.is_dir():
+        return str(path.resolve()), None
+    return None, raw
+
+
+def audit_site(run: AuditRun, finding: AuditFinding) -> Site | None:
+    urls = run.repos.get(finding.repo, {})
+    remote = finding.remote or ""
+    if remote.startswith("github:"):
+        return site_for_github_remote(remote, urls)
+    url = urls.get(remote)
+    return site_for_url(url) if url else None

@@ -1,0 +1,171 @@
+"""`loop-verify review` on a ledger made by real runs: what it shows, in HTML and Markdown, and
+what each filter keeps; audit runs recorded by a real closeout."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+from review_helpers import HOSTILE_OUTPUT, ReviewWorld, world_fixture
+from verify_helpers import git
+
+world = pytest.fixture(scope="module")(world_fixture)
+
+
+def verdicts(world: ReviewWorld) -> dict[str, list[dict[str, object]]]:
+    out: dict[str, list[dict[str, object]]] = {}
+    for a in world.attempts:
+        out.setdefault(str(a["verdict"]), []).append(a)
+    return out
+
+
+def test_the_runs_made_every_verdict_the_review_colours(world: ReviewWorld) -> None:
+    seen = verdicts(world)
+    assert {"pass", "fail", "timeout", "drift", "error"} <= set(seen)
+    # The hook refused one verdict commit: that failure has no commit in the ledger.
+    assert any(a["commit_sha"] is None for a in seen["fail"])
+
+
+def test_html_shows_timeline_failures_audits_and_escapes(world: ReviewWorld) -> None:
+    out = world.base / "review.html"
+    done = world.review("--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert f"review written to {out}" in done.stderr
+    page = out.read_text(encoding="utf-8")
+    # Self-contained: no script, no external reference of any kind.
+    assert "<script" not in page.lower()
+    assert not re.search(r"""(src|href)=["']?(https?:)?//(?!github\.com)""", page)
+    assert "default-src 'none'" in page
+    # The timeline: a row per repository and task, coloured cells for every verdict.
+    timeline = page[page.index('id="timeline"'):page.index('id="failures"')]
+    for verdict in ("pass", "fail", "timeout", "drift"):
+        assert f'class="v-{verdict}" title=' in timeline, verdict
+    # The library task failed and errored on one day: its cell shows the worse, its title both.
+    assert re.search(r'class="v-fail" title="1 error, 1 fail"', timeline)
+    assert "TASK-4 — Drifting check" in timeline
+    # The hostile title and output are text.
+    assert "&lt;script&gt;alert(&quot;title&quot;)&lt;/script&gt; disk check" in page
+    assert "&lt;script&gt;alert(&#x27;output&#x27;)&lt;/script&gt;" in page
+    failures = page[page.index('id="failures"'):page.index('id="audits"')]
+    assert "`just verify-hostile` exited 3 after" in failures
+    assert "disk usage 97% over 90%" in failures
+    assert "timed out after" in failures
+    assert "no verdict commit in the ledger (edit restored)" in failures
+    hostile = next(a for a in world.attempts if a["recipe"] == "verify-hostile")
+    assert str(hostile["commit_sha"])[:12] in failures
+    assert str(hostile["output_path"]) in failures
+    # The audit: failing finding, charter, run directory, repositories.
+    audits = page[page.index('id="audits"'):]
+    assert "Audit runs (1)" in audits
+    assert 'class="bad">UNGRANTED<' in audits
+    assert "a push the log never saw" in audits
+    assert str(world.run_dir) in audits and str(world.audit_repo) in audits
+    assert "audit: " in audits and "1 failing" in audits
+
+
+def test_markdown_has_the_same_content_escaped(world: ReviewWorld) -> None:
+    done = world.review("--format", "markdown")
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    assert text.startswith("# loop-jobs incident review")
+    # Outside code fences (where Markdown shows everything as text) no tag survives.
+    fences = re.findall(r"^(`{3,})text\n(.*?)\n\1$", text, flags=re.S | re.M)
+    prose = re.sub(r"^(`{3,})text\n.*?\n\1$", "", text, flags=re.S | re.M)
+    assert "<script" not in prose and "<" not in prose.replace("<!--", "")
+    assert any(HOSTILE_OUTPUT in body for _fence, body in fences)
+    assert r'&lt;script&gt;alert\("title"\)&lt;/script&gt; disk check' in prose
+    for verdict in ("1 pass", "fail", "1 timeout", "1 drift", "1 error"):
+        assert verdict in prose
+    assert "### fail: app TASK-2" in prose and "### fail: lib TASK-1" in prose
+    assert "disk usage 97% over 90%" in text
+    assert "no verdict commit in the ledger" in prose
+    assert "### audit fail" in prose and "**UNGRANTED**" in prose
+
+
+def test_filters_by_repo_task_verdict_and_window(world: ReviewWorld) -> None:
+    def md(*args: str) -> str:
+        done = world.review("--format", "markdown", *args)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    by_name = md("--repo", "app")
+    assert "| app | TASK-1" in by_name and "| app | TASK-" in by_name
+    assert "Library check" not in by_name
+    by_path = md("--repo", str(world.lib.root))
+    assert "Library check" in by_path and "Passing check" not in by_path
+    # The audit run touched neither repository.
+    assert "Audit runs (0)" in by_path
+    task = md("--repo", "app", "--task", "TASK-3")
+    assert "Slow check" in task and "Passing check" not in task
+    failed = md("--verdict", "fail")
+    assert "Drifting check" not in failed and "Library check" in failed
+    assert "### audit fail" in failed  # an audit run's verdict is filtered alike
+    timeouts = md("--verdict", "timeout")
+    assert "Slow check" in timeouts and "Audit runs (0)" in timeouts
+    later = md("--since", "2100-01-01", "--until", "2100-01-31")
+    assert "No verify attempts in this window." in later
+    assert "No audit run recorded in this window." in later
+
+
+def test_bad_options_are_one_line_and_exit_2(world: ReviewWorld) -> None:
+    for args in (["--since", "yesterday"], ["--verdict", "maybe"],
+                 ["--since", "2026-12-02", "--until", "2026-12-01"]):
+        done = world.review(*args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+
+
+def test_links_to_github_and_enterprise(world: ReviewWorld, tmp_path: Path) -> None:
+    app_head = verdicts(world)["pass"][0]["commit_sha"]
+    git(world.app.root, "remote", "set-url", "origin", "https://github.com/acme/app.git")
+    git(world.lib.root, "remote", "set-url", "origin", "git@ghe.example.com:acme/lib.git")
+    try:
+        done = world.review("--format", "html", env={"GITHUB_API_URL":
+                                                     "https://ghe.example.com/api/v3"})
+        assert done.returncode == 0, done.stderr
+        assert f"https://github.com/acme/app/commit/{app_head}" not in done.stdout  # pass: no
+        hostile = next(a for a in world.attempts if a["recipe"] == "verify-hostile")
+        assert f'href="https://github.com/acme/app/commit/{hostile["commit_sha"]}"' in done.stdout
+        plain = world.review("--format", "html")
+        # Without GITHUB_API_URL the enterprise host is not GitHub: the sha alone.
+        assert "ghe.example.com" not in plain.stdout
+    finally:
+        git(world.app.root, "remote", "set-url", "origin", str(world.app.bare))
+        git(world.lib.root, "remote", "set-url", "origin", str(world.lib.bare))
+
+
+def test_output_elsewhere_is_said_not_dropped(world: ReviewWorld, tmp_path: Path) -> None:
+    hostile = next(a for a in world.attempts if a["recipe"] == "verify-hostile")
+    output = Path(str(hostile["output_path"]))
+    kept = tmp_path / "kept.log"
+    output.rename(kept)
+    try:
+        done = world.review("--format", "markdown")
+        assert f"the output file {output} is not on this machine" in done.stdout
+    finally:
+        kept.rename(output)
+
+
+def test_machine_column_when_the_ledger_has_one(world: ReviewWorld, tmp_path: Path) -> None:
+    # Another change adds `machine` to the ledger; the review reads it when it is there.
+    copy = tmp_path / "ledger.db"
+    copy.write_bytes(world.ledger.read_bytes())
+    with sqlite3.connect(copy) as db:
+        if "machine" not in {r[1] for r in db.execute("PRAGMA table_info(attempts)")}:
+            db.execute("ALTER TABLE attempts ADD COLUMN machine VARCHAR(255)")
+        db.execute("UPDATE attempts SET machine = 'studio-mac'")
+        db.execute("UPDATE attempts SET machine = 'far-away' WHERE recipe = 'verify-hostile'")
+    config = tmp_path / "config.yaml"
+    config.write_text(world.config.read_text().replace(str(world.ledger), str(copy)))
+    far = world.review("--config", str(config), "--format", "markdown", "--machine", "far-away")
+    assert "### fail: app TASK-2" in far.stdout
+    assert r"on another machine \(far-away\)" in far.stdout
+    assert "Slow check" not in far.stdout
+    near = world.review("--config", str(config), "--format", "markdown", "--machine",
+                        "studio-mac")
+    assert "Slow check" in near.stdout and "TASK-2" not in near.stdout.split("## Audit")[0]
+    with sqlite3.connect(copy) as db:
+        names = {r[1] for r in db.execute("PRAGMA index_list(attempts)")}
+    assert {"ix_attempts_task_id", "ix_attempts_verdict", "ix_attempts_machine"} <= names
