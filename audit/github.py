@@ -216,7 +216,32 @@ def _release_json(release: Any) -> dict[str, Any]:
         "target_commitish": release.target_commitish,
         "created_at": iso_z(release.created_at),
         "published_at": iso_z(release.published_at),
+        "assets": _assets_json(release),
     }
+
+
+def _assets_json(release: Any) -> list[dict[str, Any]]:
+    """A release's assets as the list page sent them: name, size, digest (sha256, where GitHub
+    records one), updated time and uploader. Read from the page's own data: touching a missing
+    attribute through PyGithub would cost a request per asset."""
+    raw = getattr(release, "_rawData", None)
+    assets = raw.get("assets") if isinstance(raw, dict) else None
+    if not isinstance(assets, list):
+        raise _BadRelease(f"release {release.id!r} lacks its assets list")
+    out: list[dict[str, Any]] = []
+    for asset in assets:
+        if not isinstance(asset, dict) or not isinstance(asset.get("name"), str):
+            raise _BadRelease(f"release {release.id!r} has an asset without a name")
+        uploader = asset.get("uploader")
+        out.append({
+            "id": asset.get("id"),
+            "name": asset["name"],
+            "size": asset.get("size"),
+            "digest": asset.get("digest"),
+            "updated_at": asset.get("updated_at"),
+            "uploader": uploader.get("login") if isinstance(uploader, dict) else None,
+        })
+    return sorted(out, key=lambda a: (a["name"], str(a["id"])))
 
 
 def _unavailable(reason: str) -> dict[str, Any]:

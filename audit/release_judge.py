@@ -108,14 +108,18 @@ class ReleaseJudge(JudgeBase):
             return False
         b_by = _releases_by_key(b, next(iter(self._release_repos(b)), ""))
         a_by = _releases_by_key(a, next(iter(self._release_repos(a)), ""))
+        b_assets = _assets_by_key(b, next(iter(self._release_repos(b)), ""))
+        a_assets = _assets_by_key(a, next(iter(self._release_repos(a)), ""))
         for key in sorted(set(b_by) | set(a_by)):
             olds, news = b_by.get(key, []), a_by.get(key, [])
-            if olds == news:
-                continue
             gh_repo, tag = key
             remote, ref = f"github:{gh_repo}" if gh_repo else "github", f"releases/{tag}"
             before_sha = _one(self._tag_commits(gh_repo, tag, self.before)) if olds else None
             after_sha = _one(self._tag_commits(gh_repo, tag, self.after)) if news else None
+            if olds == news:
+                self._judge_assets(remote, key, b_assets.get(key, {}), a_assets.get(key, {}),
+                                   news, before_sha, after_sha)
+                continue
             if olds and news:
                 self._add(remote, ref, "release-changed", before_sha, after_sha, UNGRANTED,
                           "release changed: " + _release_diff(olds, news))
@@ -128,7 +132,51 @@ class ReleaseJudge(JudgeBase):
                 verdict, reason = self._judge_added_release(gh_repo, tag, json.loads(rel))
                 self.release_verdicts[(gh_repo.lower(), tag)] = verdict
                 self._add(remote, ref, "release-added", None, after_sha, verdict, reason)
+            self._judge_assets(remote, key, {}, a_assets.get(key, {}), news, None, after_sha)
         return True
+
+    def _judge_assets(self, remote: str, key: tuple[str, str], olds: Mapping[str, Any],
+                      news: Mapping[str, Any], releases: Sequence[str], before_sha: str | None,
+                      after_sha: str | None) -> None:
+        """An asset added, replaced or deleted is a change of its own: covered only on a granted
+        release-please release and uploaded by a release bot."""
+        gh_repo, tag = key
+        for name in sorted(set(olds) | set(news)):
+            old, new = olds.get(name), news.get(name)
+            if old == new:
+                continue
+            ref = f"releases/{tag}/assets/{name}"
+            if new is None:
+                self._add(remote, ref, "asset-deleted", before_sha, after_sha, UNGRANTED,
+                          f"asset {name} of release {tag} deleted")
+                continue
+            kind = "asset-added" if old is None else "asset-replaced"
+            what = f"asset {name} of release {tag} {kind.removeprefix('asset-')}"
+            uploader = new.get("uploader")
+            owner = self._release_please_release(gh_repo, tag, releases)
+            if owner is None:
+                self._add(remote, ref, kind, before_sha, after_sha, UNGRANTED,
+                          f"{what} by {uploader}: not a granted release-please release")
+            elif uploader not in RELEASE_BOTS:
+                self._add(remote, ref, kind, before_sha, after_sha, UNGRANTED,
+                          f"{what} by {uploader}, not by {' or '.join(RELEASE_BOTS)}")
+            else:
+                self._add(remote, ref, kind, before_sha, after_sha, RELEASE_PLEASE,
+                          f"{what} by {uploader} on {owner}")
+
+    def _release_please_release(self, gh_repo: str, tag: str,
+                                releases: Sequence[str]) -> str | None:
+        """How the release is a granted release-please release (None when it is not): added in
+        this run and judged RELEASE_PLEASE, or there before, by a release bot, with the
+        charter granting release-please for its repository."""
+        if self.release_verdicts.get((gh_repo.lower(), tag)) == RELEASE_PLEASE:
+            return f"release {tag}, judged RELEASE_PLEASE"
+        if not grants_release_please(self.charter, gh_repo):
+            return None
+        authors = {json.loads(r).get("author") for r in releases}
+        if releases and authors <= set(RELEASE_BOTS):
+            return f"release {tag} by {', '.join(sorted(str(a) for a in authors))} (granted)"
+        return None
 
     def _judge_added_release(self, gh_repo: str, tag: str,
                              rel: Mapping[str, Any]) -> tuple[str, str]:
@@ -228,13 +276,28 @@ class ReleaseJudge(JudgeBase):
 
 def _releases_by_key(part: Mapping[str, Any], default_repo: str
                      ) -> dict[tuple[str, str], list[str]]:
-    """Releases grouped by (GitHub repo, tag), each as canonical JSON for comparison."""
+    """Releases grouped by (GitHub repo, tag), each as canonical JSON for comparison (without
+    their assets, which are judged one by one)."""
     out: dict[tuple[str, str], list[str]] = {}
     for rel in part.get("releases", []):
         repo = rel.get("repo") or default_repo
         key = (str(repo).lower(), str(rel.get("tag_name")))
-        out.setdefault(key, []).append(json.dumps(rel, sort_keys=True))
+        bare = {k: v for k, v in rel.items() if k != "assets"}
+        out.setdefault(key, []).append(json.dumps(bare, sort_keys=True))
     return {k: sorted(v) for k, v in out.items()}
+
+
+def _assets_by_key(part: Mapping[str, Any], default_repo: str
+                   ) -> dict[tuple[str, str], dict[str, Any]]:
+    """Each release's assets by name, grouped like `_releases_by_key`."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for rel in part.get("releases", []):
+        repo = rel.get("repo") or default_repo
+        key = (str(repo).lower(), str(rel.get("tag_name")))
+        for asset in rel.get("assets") or []:
+            if isinstance(asset, dict):
+                out.setdefault(key, {})[str(asset.get("name"))] = asset
+    return out
 
 
 def _release_diff(olds: Sequence[str], news: Sequence[str]) -> str:

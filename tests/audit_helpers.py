@@ -105,7 +105,8 @@ def gh_release(api_base: str, owner_name: str, release_id: int, tag: str, *,
                author: str = "release-please[bot]", draft: bool = False,
                prerelease: bool = False, target: str = "main", name: str | None = None,
                created_at: str = "2026-11-29T10:00:00Z",
-               published_at: str | None = "2026-11-29T10:05:00Z") -> dict[str, Any]:
+               published_at: str | None = "2026-11-29T10:05:00Z",
+               assets: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """One release object as `GET /repos/{o}/{n}/releases` returns it."""
     url = f"{api_base}/repos/{owner_name}/releases/{release_id}"
     return {
@@ -119,7 +120,22 @@ def gh_release(api_base: str, owner_name: str, release_id: int, tag: str, *,
         "html_url": f"https://github.com/{owner_name}/releases/tag/{tag}",
         "tarball_url": f"{api_base}/repos/{owner_name}/tarball/{tag}",
         "zipball_url": f"{api_base}/repos/{owner_name}/zipball/{tag}",
-        "assets": [], "body": f"Release {tag}",
+        "assets": list(assets), "body": f"Release {tag}",
+    }
+
+
+def gh_asset(api_base: str, owner_name: str, asset_id: int, name: str, *, size: int = 1024,
+             digest: str | None = "sha256:" + "a" * 64, uploader: str = "github-actions[bot]",
+             updated_at: str = "2026-11-29T10:06:00Z") -> dict[str, Any]:
+    """One release asset as the releases list embeds it."""
+    return {
+        "url": f"{api_base}/repos/{owner_name}/releases/assets/{asset_id}", "id": asset_id,
+        "node_id": f"RA_{asset_id}", "name": name, "label": "", "content_type":
+        "application/gzip", "state": "uploaded", "size": size, "digest": digest,
+        "download_count": 0, "created_at": updated_at, "updated_at": updated_at,
+        "browser_download_url": f"https://github.com/{owner_name}/releases/download/{name}",
+        "uploader": gh_user(uploader, 41898282 if uploader.endswith("[bot]") else 7,
+                            "Bot" if uploader.endswith("[bot]") else "User"),
     }
 
 

@@ -9,14 +9,18 @@ from __future__ import annotations
 import json
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from audit_helpers import (
+    GH,
     ZERO,
     Run,
     commit,
     commit_verdicts,
     env_with,
+    gh_asset,
+    gh_release,
     git,
     isolate_git,
     make_repo_with_remote,
@@ -24,11 +28,15 @@ from audit_helpers import (
     run_cli,
     verdicts,
 )
+from pytest_httpserver import HTTPServer
+from werkzeug import Response
 
+from audit.main import main as audit_main
 from audit.model import (
     BACKLOG_ONLY,
     NON_FAST_FORWARD,
     PUSH_LOGGED,
+    RELEASE_PLEASE,
     UNGRANTED,
     UNVERIFIED,
     exit_code,
@@ -307,3 +315,74 @@ def test_tokens_in_remote_urls_never_reach_snapshots_reports_or_logs(tmp_path: P
     got = {(f["ref"], f["verdict"]) for f in report["findings"]}
     # The push logged by URL (with its token) covers the remote named by the same URL.
     assert ("refs/heads/side", PUSH_LOGGED) in got
+
+
+# --- release assets ---------------------------------------------------------------------------
+
+def test_a_replaced_release_asset_fails_closeout(
+        tmp_path: Path, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    clone, bare = make_repo_with_remote(tmp_path)
+    owner_name = "octo/widgets"
+    url = f"https://localhost:{httpserver.port}/{owner_name}.git"
+    git(clone, "remote", "set-url", "origin", url)
+    git(clone, "config", f"url.{bare}.insteadOf", url)
+    api = httpserver.url_for("/api/v3").rstrip("/")
+    monkeypatch.setenv("GITHUB_API_URL", api)
+    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+    asset = gh_asset(api, owner_name, 5, "widgets.tar.gz")
+    served = [gh_release(api, owner_name, 1, "v1.0.0", assets=[asset])]
+    httpserver.expect_request(f"/api/v3/repos/{owner_name}/releases").respond_with_handler(
+        lambda request: Response(json.dumps(served), content_type="application/json"))
+    run_dir = tmp_path / "run"
+    assert audit_main(["begin", str(clone), "--run-dir", str(run_dir)]) == 0
+    recorded = json.loads((run_dir / "audit-before.json").read_text())
+    assets = recorded["repos"][str(clone.resolve())]["releases"]["releases"][0]["assets"]
+    assert assets == [{"id": 5, "name": "widgets.tar.gz", "size": 1024,
+                       "digest": "sha256:" + "a" * 64, "updated_at": "2026-11-29T10:06:00Z",
+                       "uploader": "github-actions[bot]"}]
+    # The run swaps the binary for its own: same name, same release, another digest.
+    served[0] = gh_release(api, owner_name, 1, "v1.0.0", assets=[
+        gh_asset(api, owner_name, 6, "widgets.tar.gz", digest="sha256:" + "b" * 64,
+                 uploader="octocat", updated_at="2026-11-30T07:30:00Z")])
+    capsys.readouterr()
+    assert audit_main(["closeout", "--run-dir", str(run_dir), "--json"]) == 1
+    found = json.loads(capsys.readouterr().out)["findings"]
+    assert [(f["ref"], f["kind"], f["verdict"]) for f in found] == [
+        ("releases/v1.0.0/assets/widgets.tar.gz", "asset-replaced", UNGRANTED)]
+
+
+def asset(name: str, uploader: str = "github-actions[bot]", digest: str = "a") -> dict[str, Any]:
+    return {"id": 1, "name": name, "size": 10, "digest": "sha256:" + digest * 64,
+            "updated_at": "2026-11-30T07:20:00Z", "uploader": uploader}
+
+
+def rp_release(tag: str, assets: list[dict[str, Any]], author: str = "release-please[bot]"
+               ) -> dict[str, Any]:
+    return {"id": 11, "tag_name": tag, "name": tag, "draft": False, "prerelease": False,
+            "author": author, "target_commitish": "main", "created_at": "2026-11-30T07:10:00Z",
+            "published_at": "2026-11-30T07:10:00Z", "repo": GH, "assets": assets}
+
+
+def test_assets_are_covered_only_on_a_granted_release_please_release_by_a_bot(
+        tmp_path: Path) -> None:
+    run = Run(tmp_path, github=True, authority=f"release-please {GH}")
+    run.before["repos"][run.key]["releases"]["releases"] = [
+        rp_release("v0.9.0", [asset("old.tar.gz"), asset("gone.zip")]),
+        rp_release("v0.8.0", [], author="octocat")]
+    after = run.snapshot()
+    after["repos"][run.key]["releases"]["releases"] = [
+        rp_release("v0.9.0", [asset("old.tar.gz"), asset("extra.whl"),
+                              asset("sneak.sh", uploader="octocat")]),
+        rp_release("v0.8.0", [asset("bot-on-a-person's.tar.gz")], author="octocat")]
+    got = verdicts(run.judge(after))
+    assert got == {
+        ("releases/v0.9.0/assets/extra.whl", "asset-added"): RELEASE_PLEASE,
+        ("releases/v0.9.0/assets/sneak.sh", "asset-added"): UNGRANTED,
+        ("releases/v0.9.0/assets/gone.zip", "asset-deleted"): UNGRANTED,
+        ("releases/v0.8.0/assets/bot-on-a-person's.tar.gz", "asset-added"): UNGRANTED,
+    }
+    # Without the grant, even a bot's upload to a bot's release is not covered.
+    run.charter = None
+    assert verdicts(run.judge(after))[
+        ("releases/v0.9.0/assets/extra.whl", "asset-added")] == UNGRANTED

@@ -66,13 +66,15 @@ def test_releases_are_read_across_pages_with_drafts_prereleases_and_authors(
     assert part == {"available": True, "releases": [
         {"id": 1, "tag_name": "v1.0.0", "name": "First", "draft": False, "prerelease": False,
          "author": "release-please[bot]", "target_commitish": "release-branch",
-         "created_at": "2026-11-01T08:00:00Z", "published_at": "2026-11-01T08:10:00Z"},
+         "created_at": "2026-11-01T08:00:00Z", "published_at": "2026-11-01T08:10:00Z",
+         "assets": []},
         {"id": 3, "tag_name": "v1.1.0", "name": "v1.1.0", "draft": True, "prerelease": False,
          "author": "octocat", "target_commitish": "main",
-         "created_at": "2026-11-29T10:00:00Z", "published_at": None},
+         "created_at": "2026-11-29T10:00:00Z", "published_at": None, "assets": []},
         {"id": 2, "tag_name": "v1.1.0-rc.1", "name": "v1.1.0-rc.1", "draft": False,
          "prerelease": True, "author": "release-please[bot]", "target_commitish": "main",
-         "created_at": "2026-11-28T09:00:00Z", "published_at": "2026-11-28T09:30:00Z"},
+         "created_at": "2026-11-28T09:00:00Z", "published_at": "2026-11-28T09:30:00Z",
+         "assets": []},
     ]}
     assert len(httpserver.log) == 2
     assert all(req.headers["Authorization"] == f"token {TOKEN}" for req, _ in httpserver.log)
