@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import re
 from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import git as gitpython
@@ -55,9 +57,11 @@ def _run(root: Path, *args: str) -> str:
         ["git", *args], with_extended_output=True, with_exceptions=False,
         strip_newline_in_stdout=False, env={"GIT_TERMINAL_PROMPT": "0"})
     if status != 0:
-        # One line: the reason ends up in `run`'s one line per task and in the log.
-        said = " / ".join(line.strip() for line in str(err).splitlines() if line.strip())
-        raise GitError(f"git {args[0]} failed ({status}): {said}")
+        # One line: the reason ends up in `run`'s one line per task and in the log. Git and
+        # its hooks say why on stderr or stdout ("nothing to commit"): keep both.
+        said = " / ".join(line.strip() for line in (str(err) + "\n" + str(out)).splitlines()
+                          if line.strip())
+        raise GitError(f"git {args[0]} failed ({status}): {said or 'no message'}")
     return str(out)
 
 
@@ -163,6 +167,27 @@ def last_commit(root: Path, path: str) -> tuple[str, str] | None:
         return None
     sha, _, subject = out.partition("\0")
     return sha, subject
+
+
+def verdict_commit(root: Path, path: str, subject: str, after_sha256: str,
+                   since: datetime) -> str | None:
+    """The commit, made since `since`, whose subject is `subject` and whose version of `path` has
+    the sha256 `after_sha256`: a verdict's own commit, found even after later commits changed the
+    file. One `git log`, plus one `git show` per commit with that subject."""
+    stamp = (since - timedelta(minutes=5)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    out = _run(root, "log", f"--since={stamp}", "--format=%H%x00%s", "--", path)
+    for line in out.splitlines():
+        sha, _, said = line.partition("\0")
+        if said != subject:
+            continue
+        status, data, _err = gitpython.Git(str(root)).execute(
+            ["git", "show", f"{sha}:{path}"], with_extended_output=True, with_exceptions=False,
+            strip_newline_in_stdout=False, stdout_as_string=False,
+            env={"GIT_TERMINAL_PROMPT": "0"})
+        if status == 0 and isinstance(data, bytes) and hashlib.sha256(data).hexdigest() == (
+                after_sha256):
+            return sha
+    return None
 
 
 def version() -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -73,3 +74,36 @@ def format_line(result: Attempt, *, dry_run: bool = False,
     if result.commit_sha:
         line += f" [{result.commit_sha[:10]}]"
     return "\n".join([one_line(line), *(f"    {one_line(m)}" for m in more if m.strip())])
+
+
+_stdout_gone = False
+
+
+def emit(text: str) -> bool:
+    """Write `text` and a newline to stdout now; False once the reader has gone (`| head`) or
+    the terminal closed. Never raises: output that cannot be shown must never stop the work
+    or become a verdict."""
+    global _stdout_gone
+    if _stdout_gone:
+        return False
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except (BrokenPipeError, OSError, ValueError):
+        _stdout_gone = True
+        _silence_stdout()
+        return False
+    return True
+
+
+def _silence_stdout() -> None:
+    # Python flushes stdout once more at exit, which would fail again with a traceback: point
+    # the descriptor at /dev/null so that flush succeeds quietly.
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
+    except (OSError, ValueError):
+        pass

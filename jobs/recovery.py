@@ -28,12 +28,17 @@ def written(pending: Attempt, current_sha256: str | None) -> bool:
 
 
 def decide(pending: Attempt, current_sha256: str | None,
-           changes: tuple[str, ...]) -> Decision:
+           changes: tuple[str, ...], *, in_git: bool = False) -> Decision:
     """The pending edit's fate from the target file's hash and the work tree's changed paths.
 
-    `changes` only matters once the edit is known to be written.
+    `changes` only matters once the edit is known to be written. `in_git` says the verdict's
+    own commit was found in the history (asked only when the file no longer holds the edit): a
+    verdict that reached git was committed, whatever the task file holds now (its owner may
+    have edited it since), and is never called abandoned.
     """
     if not written(pending, current_sha256):
+        if in_git:
+            return Decision(Action.ALREADY_COMMITTED)
         # The crash came before the file was replaced: the verdict never reached the task,
         # which stays eligible and is verified again.
         return Decision(Action.ABANDON)

@@ -178,11 +178,21 @@ def line_of(data: bytes, key: str) -> int | None:
 
 # A body line starting with `verify-cmd` once leading spaces and one `- ` marker are gone.
 _CMD_LINE = re.compile(r"^ *(?:- )?(verify-cmd[^\n]*?)\r*$", re.MULTILINE)
+_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 
 
 def verify_cmd_lines(text: str, start: int = 0, end: int | None = None) -> list[str]:
-    found: list[str] = _CMD_LINE.findall(text, start, len(text) if end is None else end)
-    return found
+    """The body's `verify-cmd` lines between `start` and `end`, leaving out those inside an HTML
+    comment (`<!-- ... -->`; one never closed runs to the end of the file, as in Markdown). The
+    Backlog.md section markers are comments of one line and hide nothing."""
+    stop = len(text) if end is None else end
+    found = _CMD_LINE.finditer(text, start, stop)
+    if text.find("<!--", start, stop) < 0:
+        return [m.group(1) for m in found]
+    body = text[start:stop]
+    hidden = [(start + c.start(), start + c.end()) for c in _COMMENT.finditer(body)]
+    return [m.group(1) for m in found
+            if not any(lo <= m.start() < hi for lo, hi in hidden)]
 
 
 def parse_task(path: Path, data: bytes, folder: str) -> Task:

@@ -81,6 +81,8 @@ def apply(data: bytes, outcome: Outcome, label: str, reopen_status: str,
     """The task file's new bytes for this verdict; only what the verdict must change."""
     if outcome.verdict == PASS:
         data = backlog_edit.remove_label(data, label)
+        # The labels say what is true now: an earlier failure no longer is.
+        data = backlog_edit.remove_label(data, FAILED_LABEL)
     else:
         data = backlog_edit.set_status(data, reopen_status)
         data = backlog_edit.add_label(data, FAILED_LABEL)

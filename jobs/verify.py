@@ -302,9 +302,16 @@ class _RepoRun:
                 log.info("verify.recovered", repo=str(self.root), task=p.task_id,
                          how="removed an unfinished temporary file", path=str(stray))
             current = file_sha256(target)
-            changes = (git.work_tree_state(self.root).changes
-                       if recovery.written(p, current) else ())
-            decision = recovery.decide(p, current, changes)
+            found: str | None = None
+            if recovery.written(p, current):
+                changes = git.work_tree_state(self.root).changes
+            else:
+                changes = ()
+                if p.commit_message and p.after_sha256:
+                    # Killed after its commit, the task edited since: the verdict is in git.
+                    found = git.verdict_commit(self.root, paths[-1], p.commit_message,
+                                               p.after_sha256, p.started_at)
+            decision = recovery.decide(p, current, changes, in_git=found is not None)
             if decision.action is recovery.Action.ABANDON:
                 if len(paths) > 1 and target.exists() and original.exists():
                     target.unlink()
@@ -317,8 +324,8 @@ class _RepoRun:
                 self.finish(self.attempt("skipped", reason=decision.reason))
                 return False
             if decision.action is recovery.Action.ALREADY_COMMITTED:
-                found = git.last_commit(self.root, paths[-1])
-                p.commit_sha = found[0] if found else None
+                last = (found,) if found else git.last_commit(self.root, paths[-1])
+                p.commit_sha = last[0] if last else None
                 how = "already committed"
             else:
                 if len(paths) > 1 and original.exists():

@@ -7,10 +7,8 @@ import os
 import re
 from datetime import date
 
-from jobs import git
-from jobs.config import Config, load_config, with_repos
+from jobs.config import Config, find_config_path, load_config, with_repos
 from jobs.errors import EXIT_UNCHECKED, LoopError, UsageError
-from jobs.logs import configure_logging
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
 
@@ -25,7 +23,18 @@ def parse_date(text: str, option: str) -> date:
         raise UsageError(f"{option}: expected a date YYYY-MM-DD (got {text!r})") from None
 
 
+def no_repos_hint(config: Config) -> str:
+    """How to name repositories, with the configuration file that was read (or looked for)."""
+    if config.source is not None:
+        return f"list them under `repos:` in {config.source} or pass --repo PATH"
+    looked, _ = find_config_path(None, os.environ)
+    return (f"no configuration file at {looked}; create it with a `repos:` list "
+            "or pass --repo PATH")
+
+
 def setup(args: argparse.Namespace, *, repos: bool = True) -> Config:
+    from jobs import git
+
     git.isolate_environment(os.environ)
     config = load_config(getattr(args, "config", None))
     if repos and getattr(args, "repo", None):
@@ -34,8 +43,22 @@ def setup(args: argparse.Namespace, *, repos: bool = True) -> Config:
     return config
 
 
+def check_log_file(config: Config) -> None:
+    """Fail as `start_logging` would when the log cannot be written, without loading the logging
+    stack: for verbs that log only an unexpected fault."""
+    try:
+        config.log_file.parent.mkdir(parents=True, exist_ok=True)
+        with open(config.log_file, "a", encoding="utf-8"):
+            pass
+    except OSError as exc:
+        raise LoopError(f"cannot write the log file {config.log_file}: {exc.strerror or exc}",
+                        EXIT_UNCHECKED) from None
+
+
 def start_logging(config: Config, *, console: bool | None = None) -> None:
     """Open the JSON log; one that cannot be written stops the verb with one line, no traceback."""
+    from jobs.logs import configure_logging
+
     try:
         configure_logging(config.log_file, console=console, machine=config.machine)
     except OSError as exc:

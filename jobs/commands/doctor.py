@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import subprocess
 from pathlib import Path
 
 from jobs import backlog, git, runner
-from jobs.commands.common import setup
-from jobs.config import Config
+from jobs.commands.common import no_repos_hint, setup
+from jobs.config import Config, find_config_path
 from jobs.errors import EXIT_FAILED, EXIT_OK
 from jobs.ledger import Ledger, LedgerError
 from jobs.schedule_install import Check
@@ -31,11 +32,13 @@ def tool_checks() -> list[Check]:
 
 
 def config_checks(config: Config) -> list[Check]:
-    where = str(config.source) if config.source else "no file; built-in defaults"
+    looked, _ = find_config_path(None, os.environ)
+    source = config.source or looked
+    where = str(config.source) if config.source else f"no file at {looked}; built-in defaults"
     checks = [Check("configuration", True, where, None)]
     if not config.repos:
-        checks.append(Check("repositories", False, "none configured",
-                            "list them under `repos:` in the configuration"))
+        checks.append(Check("repositories", False, f"none configured in {source}",
+                            no_repos_hint(config)))
     try:
         Ledger(config.ledger).close()
         checks.append(Check("ledger", True, config.ledger, None))

@@ -8,7 +8,7 @@ import json
 from jobs.commands.common import parse_date, setup
 from jobs.config import expand_user
 from jobs.ledger import Ledger, iso_utc
-from jobs.output import format_line, one_line
+from jobs.output import emit, format_line, one_line, repo_names
 
 
 def main(args: argparse.Namespace) -> int:
@@ -21,11 +21,13 @@ def main(args: argparse.Namespace) -> int:
     finally:
         ledger.close()
     if args.json:
-        print(json.dumps({"attempts": [a.to_json() for a in attempts]}, sort_keys=True))
+        emit(json.dumps({"attempts": [a.to_json() for a in attempts]}, sort_keys=True))
         return 0
     if not attempts:
-        print("no attempts recorded" + (f" since {since.isoformat()}" if since else "")
-              + (f" on {args.machine}" if args.machine else ""))
-    for a in attempts:
-        print(f"{iso_utc(a.started_at)}  {one_line(a.machine or '-')}  {format_line(a)}")
+        emit("no attempts recorded" + (f" since {since.isoformat()}" if since else "")
+             + (f" on {args.machine}" if args.machine else ""))
+        return 0
+    names = repo_names(a.repo for a in attempts)
+    emit("\n".join(f"{iso_utc(a.started_at)}  {one_line(a.machine or '-')}  "
+                   f"{format_line(a, names=names)}" for a in attempts))
     return 0

@@ -1,4 +1,8 @@
-"""`loop-verify list`: every task with a verify: label and its state."""
+"""`loop-verify list`: every task with a verify: label and its state.
+
+It reads task files and nothing else, so it loads only what that needs: no ledger, no git, no
+structured logging (the log is opened only to record an unexpected fault).
+"""
 
 from __future__ import annotations
 
@@ -6,19 +10,23 @@ import argparse
 import json
 from typing import Any
 
-from jobs import backlog, eligibility
-from jobs.commands.common import parse_date, setup
-from jobs.eligibility import today_in
+from jobs import backlog, eligibility, errors
+from jobs.commands.common import check_log_file, no_repos_hint, parse_date
+from jobs.config import load_config, with_repos
 from jobs.errors import EXIT_OK, EXIT_UNCHECKED, UsageError
-from jobs.output import one_line
+from jobs.output import emit, one_line, repo_names
 
 
 def main(args: argparse.Namespace) -> int:
-    config = setup(args)
+    config = load_config(args.config)
+    if args.repo:
+        config = with_repos(config, args.repo)
+    check_log_file(config)
+    errors.crash_log = config.log_file
     if not config.repos:
-        raise UsageError("no repositories to list: name them under `repos:` in the "
-                         "configuration or pass --repo PATH")
-    today = parse_date(args.today, "--today") if args.today else today_in(config.timezone)
+        raise UsageError(f"no repositories to list: {no_repos_hint(config)}")
+    today = (parse_date(args.today, "--today") if args.today
+             else eligibility.today_in(config.timezone))
     rows: list[dict[str, Any]] = []
     problems: list[dict[str, Any]] = []
     repo_failed = False
@@ -44,25 +52,31 @@ def main(args: argparse.Namespace) -> int:
                 "recipe": c.recipe,
             })
     if args.json:
-        print(json.dumps({"today": today.isoformat(), "tasks": rows, "unreadable": problems},
-                         sort_keys=True))
+        emit(json.dumps({"today": today.isoformat(), "tasks": rows, "unreadable": problems},
+                        sort_keys=True))
     else:
-        for row in rows:
-            name = row["repo"].rsplit("/", 1)[-1]
-            line = f"{row['state']:<9} {name} {row['id']}"
-            if row["recipe"]:
-                line += f"  just {row['recipe']}"
-            if row["label_date"]:
-                line += f"  ({row['label_date']})"
-            if row["reason"] and row["state"] != eligibility.WAITING:
-                line += f": {row['reason']}"
-            print(one_line(line))
-        for p in problems:
-            where = f"{p['path']}:{p['line']}" if p["line"] else p["path"]
-            if p["message"].startswith(where):
-                print(one_line(f"unreadable {p['message']}"))
-            else:
-                print(one_line(f"unreadable {where}: {p['message']}"))
-        if not rows and not problems:
-            print("no task carries a verify: label")
+        emit("\n".join(text_lines(rows, problems, repo_names(str(r.path) for r in config.repos))))
     return EXIT_UNCHECKED if repo_failed else EXIT_OK
+
+
+def text_lines(rows: list[dict[str, Any]], problems: list[dict[str, Any]],
+               names: dict[str, str]) -> list[str]:
+    lines = []
+    for row in rows:
+        line = f"{row['state']:<9} {names.get(row['repo'], row['repo'])} {row['id']}"
+        if row["recipe"]:
+            line += f"  just {row['recipe']}"
+        if row["label_date"]:
+            line += f"  ({row['label_date']})"
+        if row["reason"] and row["state"] != eligibility.WAITING:
+            line += f": {row['reason']}"
+        lines.append(one_line(line))
+    for p in problems:
+        where = f"{p['path']}:{p['line']}" if p["line"] else p["path"]
+        if p["message"].startswith(where):
+            lines.append(one_line(f"unreadable {p['message']}"))
+        else:
+            lines.append(one_line(f"unreadable {where}: {p['message']}"))
+    if not rows and not problems:
+        lines.append("no task carries a verify: label")
+    return lines

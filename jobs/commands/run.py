@@ -12,10 +12,10 @@ from contextlib import contextmanager
 from types import FrameType
 
 from jobs import verify
-from jobs.commands.common import parse_date, setup
+from jobs.commands.common import no_repos_hint, parse_date, setup
 from jobs.config import with_timeout
 from jobs.errors import UsageError
-from jobs.output import format_line
+from jobs.output import emit, format_line
 
 
 @contextmanager
@@ -49,14 +49,13 @@ def main(args: argparse.Namespace) -> int:
     config = with_timeout(config, args.timeout)
     today = parse_date(args.today, "--today") if args.today else None
     if not config.repos:
-        raise UsageError("no repositories to verify: list them under `repos:` in the "
-                         "configuration or pass --repo PATH")
+        raise UsageError(f"no repositories to verify: {no_repos_hint(config)}")
     live = not args.json and sys.stderr.isatty()
 
     def printer(line: str) -> None:
         if live:
             sys.stderr.write("\r\033[K")
-        print(line, flush=True)
+        emit(line)
 
     def ticker(label: str, elapsed: float) -> None:
         sys.stderr.write(f"\r\033[K  running {label}  {elapsed:.0f}s")
@@ -67,14 +66,14 @@ def main(args: argparse.Namespace) -> int:
                                   printer=None if args.json else printer,
                                   ticker=ticker if live else None)
     if args.json:
-        print(json.dumps({
+        emit(json.dumps({
             "run_id": summary.run_id, "today": summary.today.isoformat(),
             "dry_run": summary.dry_run, "exit_code": summary.exit_code,
             "results": [r.to_json() for r in summary.results],
         }, sort_keys=True))
     elif not summary.results:
-        print(f"nothing due on {summary.today.isoformat()} in {len(config.repos)} "
-              f"repositor{'y' if len(config.repos) == 1 else 'ies'}")
+        emit(f"nothing due on {summary.today.isoformat()} in {len(config.repos)} "
+             f"repositor{'y' if len(config.repos) == 1 else 'ies'}")
     return summary.exit_code
 
 
