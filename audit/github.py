@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from audit.urls import GITHUB_HOSTS
+from audit.urls import github_repo_from_url as github_repo_from_url  # re-exported for jobs.review
 
 if TYPE_CHECKING:
     from github import GithubException

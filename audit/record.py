@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from audit.compare import Finding, exit_code, overall
+from audit.model import Finding, exit_code, overall
 from jobs.errors import LoopError
 
 
