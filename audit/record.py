@@ -35,13 +35,19 @@ def record_audit(config_arg: str | None, *, command: str, run_dir: Path | None,
         return
     if not _ledger_configured(path):
         return
+    # The ledger layer logs its own events: to the log file, never onto the report's stdout.
+    logging_ok = _start_logging(config.log_file, config.machine)
     try:
         _write(config.ledger, _run(config, command, run_dir, before, after, findings,
                                    charter_sha256))
     except Exception as exc:  # any failure here must leave the verdict alone
         reason = _first_line(exc)
         _warn(f"audit not recorded in the ledger {_redact(config.ledger)}: {reason}")
-        _log(config.log_file, reason, config.ledger)
+        if logging_ok:
+            from jobs.logs import get_logger
+
+            get_logger().warning("audit.ledger_unwritable", reason=reason,
+                                 ledger=_redact(config.ledger))
 
 
 def _ledger_configured(path: Path) -> bool:
@@ -62,7 +68,7 @@ def _run(config: Any, command: str, run_dir: Path | None, before: Mapping[str, A
     return AuditRun(
         recorded_at=datetime.now(UTC), command=command, verdict=overall(findings),
         exit_code=exit_code(findings), repos=_remotes(before, after),
-        machine=getattr(config, "machine", None) or socket.gethostname(),
+        machine=config.machine or socket.gethostname(),
         run_dir=str(run_dir.resolve()) if run_dir is not None else None,
         charter_sha256=charter_sha256,
         findings=[AuditFinding(repo=f.repo, remote=f.remote or None, ref=f.ref or None,
@@ -115,11 +121,13 @@ def _warn(message: str) -> None:
     print(f"loop-pi-audit: warning: {message} (the audit's verdict stands)", file=sys.stderr)
 
 
-def _log(log_file: Path, reason: str, url: str) -> None:
-    from jobs.logs import configure_logging, get_logger
+def _start_logging(log_file: Path, machine: str) -> bool:
+    from jobs.logs import configure_logging
 
     try:
-        configure_logging(log_file, console=False)
-        get_logger().warning("audit.ledger_unwritable", reason=reason, ledger=_redact(url))
+        configure_logging(log_file, console=False, machine=machine)
+        return True
     except OSError:
-        pass  # the stderr line already said it; a log that cannot be written adds nothing
+        # No log file: still keep library and ledger events off stdout.
+        configure_logging(None, console=False, machine=machine)
+        return False

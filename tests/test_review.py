@@ -143,7 +143,8 @@ def test_output_elsewhere_is_said_not_dropped(world: ReviewWorld, tmp_path: Path
     output.rename(kept)
     try:
         done = world.review("--format", "markdown")
-        assert f"the output file {output} is not on this machine" in done.stdout
+        # The ledger says which machine ran it (this one): the file is gone, not elsewhere.
+        assert f"the output file {output} no longer exists on this machine" in done.stdout
     finally:
         kept.rename(output)
 

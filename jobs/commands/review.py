@@ -15,6 +15,7 @@ from jobs.errors import UsageError
 from jobs.fsutil import atomic_write
 from jobs.ledger import VERDICTS
 from jobs.ledger_audit import AUDIT_VERDICTS, AuditFinding, AuditRun
+from jobs.logs import configure_logging
 from jobs.review.html import render_html
 from jobs.review.links import LocalSites, Site, site_for_github_remote, site_for_url
 from jobs.review.local import OutputReader, task_title
@@ -42,9 +43,10 @@ def parse_moment(text: str, option: str, zone: tzinfo, *, end: bool) -> datetime
 
 
 def main(args: argparse.Namespace, now: datetime | None = None) -> int:
-    # Neither logging nor GitPython is set up here: a read-only report starts faster without
-    # them (git is asked, through jobs/git.py, only for repositories that are on this machine).
+    # GitPython is not loaded here: a read-only report starts faster without it (git is asked,
+    # through jobs/git.py, only for repositories that are on this machine).
     config = load_config(args.config)
+    _start_logging(config.log_file, config.machine)
     zone = config.timezone
     now = now or datetime.now(UTC)
     if args.verdict is not None and args.verdict not in REVIEW_VERDICTS:
@@ -60,7 +62,7 @@ def main(args: argparse.Namespace, now: datetime | None = None) -> int:
     filters = Filters(since=since, until=until, repo_path=repo_path, repo_name=repo_name,
                       task=args.task, verdict=args.verdict, machine=args.machine)
     data = read_ledger(config.ledger, filters)
-    machine = getattr(config, "machine", None) or socket.gethostname()
+    machine = config.machine or socket.gethostname()
     shown = [(name, value) for name, value in (
         ("repository", repo_path or repo_name), ("task", args.task), ("verdict", args.verdict),
         ("machine", args.machine)) if value]
@@ -80,6 +82,15 @@ def main(args: argparse.Namespace, now: datetime | None = None) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _start_logging(log_file: Path, machine: str) -> None:
+    # The ledger layer logs its own events: into the log file, never into a report on stdout.
+    # A log that cannot be written does not stop a read-only report.
+    try:
+        configure_logging(log_file, console=False, machine=machine)
+    except OSError:
+        configure_logging(None, console=False, machine=machine)
 
 
 def _repo_filter(raw: str | None) -> tuple[str | None, str | None]:

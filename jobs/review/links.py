@@ -4,15 +4,14 @@ Enterprise, the host of $GITHUB_API_URL) when the remote is there, else nowhere 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
-from audit.github import github_hosts, github_repo_from_url
+from audit.github import github_hosts
+from audit.urls import github_remote
 
-_SCP_HOST = re.compile(r"^(?:[^@/:]+@)?(?P<host>[^/:]+):(?!/)")
 _WEB_ALIASES = {"www.github.com": "github.com", "ssh.github.com": "github.com"}
 
 
@@ -43,13 +42,11 @@ class Site:
 
 def site_for_url(url: str, env: Mapping[str, str] = os.environ) -> Site | None:
     hosts = github_hosts(env)
-    owner_name = github_repo_from_url(url, hosts)
-    if owner_name is None:
+    found = github_remote(url, hosts)
+    if found is None:
         return None
-    host = _host(url)
-    if host is None:
-        return None
-    host = _WEB_ALIASES.get(host, host)
+    host, owner_name = found
+    host = _WEB_ALIASES.get(host.lower(), host.lower())
     if host.startswith("api.") and host[4:] in hosts:
         host = host[4:]
     return Site(f"https://{host}/{owner_name}")
@@ -67,16 +64,6 @@ def site_for_github_remote(remote: str, urls: Mapping[str, str],
         if site is not None:
             return Site(site.base.rsplit("/", 2)[0] + "/" + owner_name)
     return Site(f"https://github.com/{owner_name}")
-
-
-def _host(url: str) -> str | None:
-    if "://" in url:
-        try:
-            return (urlsplit(url).hostname or "").lower() or None
-        except ValueError:
-            return None
-    match = _SCP_HOST.match(url)
-    return match.group("host").lower() if match else None
 
 
 class LocalSites:
