@@ -3,7 +3,7 @@
 `scan` reads every task in `backlog/tasks` and `backlog/completed` (not drafts, not archive; the
 CLI's case-sensitive glob `<prefix>-*.md`). Files are read with one open/read/close each
 (`dir_fd`, O_NOFOLLOW, O_NONBLOCK); the decoded files are joined with NULs and one `finditer` of
-`frontmatter_fast.BULK` validates every frontmatter the CLI wrote (id/title/status first), sending
+`frontmatter_fast.bulk()` validates every frontmatter the CLI wrote (id/title/status first), sending
 every other file through `task.parse_task`. Tests check `scan` against per-file `parse_task`.
 
 A file that cannot be read as a task becomes a `TaskFileError` (path, line, reason) and every
@@ -33,7 +33,7 @@ from jobs.frontmatter import (
     prequote_at_values,
     split_frontmatter,
 )
-from jobs.frontmatter_fast import BULK, FM_NAMES, fast_fields, fast_frontmatter, has_odd
+from jobs.frontmatter_fast import FM_NAMES, bulk, fast_fields, fast_frontmatter, has_odd
 from jobs.frontmatter_fast import scalar as _scalar
 from jobs.task import (
     CHUNK,
@@ -88,10 +88,12 @@ def _parse_many(paths: list[Path], datas: list[bytes], folder: str,
                 errors: list[TaskFileError]) -> list[Task]:
     """`parse_task` for many files, with one regular-expression pass over all of them.
 
-    The decoded files are joined with NULs and `BULK` validates every frontmatter and captures
+    The decoded files are joined with NULs and `bulk()` validates every frontmatter and captures
     the four fields in one `finditer`; a file it does not take (another key order, a folded title,
     a YAML error, ...) goes through `parse_task`, which gives the same result or the error.
     """
+    if not datas:
+        return []
     texts: list[str] = []
     starts: dict[int, int] = {}
     pending: list[int] = []
@@ -120,8 +122,7 @@ def _parse_many(paths: list[Path], datas: list[bytes], folder: str,
     return _parse_big(big, big.isascii(), starts, pending, paths, datas, folder, errors)
 
 
-_BULK_FM = BULK.groupindex["fm"]
-_BULK_FIELDS = tuple(BULK.groupindex[g] for g in ("id", "title", "tfold", "status", "lblock"))
+_BULK_GROUPS = ("id", "title", "tfold", "status", "lblock")
 
 
 def _new_task(*values: Any) -> Task:
@@ -141,17 +142,20 @@ def _parse_big(big: str, ascii_only: bool, starts: dict[int, int], pending: list
     names = FM_NAMES.findall
     scalar = _scalar
     nulls = NULLS
-    for m in BULK.finditer(big):
+    pattern = bulk()
+    fm_group = pattern.groupindex["fm"]
+    fields = tuple(pattern.groupindex[g] for g in _BULK_GROUPS)
+    for m in pattern.finditer(big):
         idx = starts.get(m.start())
         if idx is None:  # pragma: no cover - every match starts at a file's NUL
             continue
-        fm_start, fm_end = m.span(_BULK_FM)
+        fm_start, fm_end = m.span(fm_group)
         if not ascii_only and has_odd(big[fm_start:fm_end]):
             continue
         keys = names(big, fm_start - 1, fm_end)
         if len(set(keys)) != len(keys):
             continue  # a repeated key: parse_task reports it
-        raw_id, raw_title, tfold, raw_status, lblock = m.group(*_BULK_FIELDS)
+        raw_id, raw_title, tfold, raw_status, lblock = m.group(*fields)
         task_id = scalar(raw_id).strip()
         if not task_id or task_id in nulls:
             continue

@@ -72,7 +72,7 @@ _CLI_FOLD = rf"(?:  [^{_BAD} ][^{_BAD}]*+(?<! )\n)++"
 _CLI_LINE = (rf"{_KEY}: (?:{_CLI_SCALAR}|\[\])\n"
              rf"|{_KEY}:\n(?:  - {_CLI_SCALAR}\n)++"
              rf"|{_KEY}: >-\n{_CLI_FOLD}")
-BULK = re.compile(
+BULK_PATTERN = (
     "\\x00---\\n"
     rf"(?P<fm>id: (?P<id>{_CLI_SCALAR})\n"
     rf"title: (?:(?P<title>{_CLI_SCALAR})\n|>-\n(?P<tfold>{_CLI_FOLD}))"
@@ -80,6 +80,18 @@ BULK = re.compile(
     rf"(?:labels: \[\]\n|labels:\n(?P<lblock>(?:  - {_CLI_SCALAR}\n)++)"
     rf"|(?!labels:)(?:{_CLI_LINE}))*+)"
     "---(?:\\n|(?=\\x00)|\\Z)")
+_bulk: re.Pattern[str] | None = None
+
+
+def bulk() -> re.Pattern[str]:
+    """The many-files pattern, compiled on first use: it is the costliest to compile (tens of
+    milliseconds), and `list` on an empty backlog, `--help` or `history` never need it."""
+    global _bulk
+    if _bulk is None:
+        _bulk = re.compile(BULK_PATTERN)
+    return _bulk
+
+
 FM_NAMES = re.compile(rf"\n({_KEY}):")  # after validation: every key, for repeats
 
 

@@ -1,0 +1,68 @@
+"""Issue 13 item 3: each command loads only what it uses, and `--version` is cheap.
+
+Checked in a fresh interpreter per command (the modules a process holds after the command ran),
+so an import added at the top of a shared module shows up here.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from verify_helpers import ROOT, make_verify_repo
+
+PROBE = """
+import contextlib, io, json, sys
+from jobs.main import main
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main(sys.argv[1:])
+    except SystemExit:
+        pass
+print(json.dumps(sorted(sys.modules)))
+"""
+HEAVY = ("sqlalchemy", "structlog", "git", "psutil", "apscheduler", "github")
+ORCHESTRATION = ("jobs.verify", "jobs.ledger", "jobs.runner", "jobs.verify_task", "jobs.git",
+                 "jobs.logs")
+
+
+def loaded(*argv: str) -> set[str]:
+    proc = subprocess.run([sys.executable, "-c", PROBE, *argv], capture_output=True, text=True,
+                          check=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    return set(json.loads(proc.stdout.splitlines()[-1]))
+
+
+def roots(modules: set[str]) -> set[str]:
+    return {m.split(".")[0] for m in modules}
+
+
+def test_list_loads_no_ledger_git_logging_or_orchestrator(tmp_path: Path) -> None:
+    repo = make_verify_repo(tmp_path, tasks=[1, 2])
+    modules = loaded("list", "--json", "--config", str(repo.config_path), "--today",
+                     "2026-11-30")
+    assert not roots(modules) & set(HEAVY), sorted(roots(modules) & set(HEAVY))
+    assert not modules & set(ORCHESTRATION), sorted(modules & set(ORCHESTRATION))
+
+
+def test_help_and_version_load_nothing_of_the_commands() -> None:
+    for argv in (("--help",), ("--version",)):
+        modules = loaded(*argv)
+        assert not roots(modules) & {*HEAVY, "yaml"}, argv
+        assert not [m for m in modules if m.startswith("jobs.") and m not in
+                    ("jobs.main", "jobs.errors")], argv
+
+
+def test_history_does_not_load_the_orchestrator(tmp_path: Path) -> None:
+    repo = make_verify_repo(tmp_path, tasks=[])
+    modules = loaded("history", "--config", str(repo.config_path))
+    assert not modules & {"jobs.verify", "jobs.verify_task", "jobs.runner"}
+
+
+def test_version_prints_the_installed_version() -> None:
+    proc = subprocess.run([sys.executable, "-m", "jobs.main", "--version"], capture_output=True,
+                          text=True, check=False, env={"PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    name, version = proc.stdout.split()
+    assert name == "loop-verify" and version[0].isdigit(), proc.stdout
