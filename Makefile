@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 # Tests and the demo find the pinned Backlog.md CLI and the venv's `just` first.
 export PATH := $(CURDIR)/$(BIN):$(CURDIR)/$(NPM_PREFIX)/node_modules/.bin:$(PATH)
 
-.PHONY: setup test lint typecheck pytest demo bench fixtures clean
+.PHONY: setup test lint typecheck pytest demo bench fixtures clean browser
 
 setup: $(STAMP) $(BACKLOG)
 
@@ -31,8 +31,15 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-pytest: setup
+pytest: setup browser
 	$(BIN)/pytest -q
+
+# Debian's Chromium for the review's browser test; without root or apt it is skipped, and so is
+# that test (with its reason).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
+	  && apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } \
+	  || echo "chromium not installed: tests/test_review_browser.py will be skipped"
 
 test: lint typecheck pytest
 
@@ -43,6 +50,7 @@ bench: setup
 	$(BIN)/python bench/scan.py
 	$(BIN)/python bench/verify_overhead.py
 	$(BIN)/python bench/audit.py
+	$(BIN)/python bench/review.py
 
 fixtures: setup
 	$(BIN)/python backlog-fixtures/generate.py

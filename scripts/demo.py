@@ -96,8 +96,10 @@ def main() -> int:
     git(app, "push", "-q", "origin", "main")
     git(bare, "symbolic-ref", "HEAD", "refs/heads/main")
     config = SCRATCH / "config.yaml"
+    # `ledger:` set, so loop-pi-audit records its closeouts where loop-verify records verdicts.
     config.write_text(f"repos:\n  - path: {app}\ntimeout: 3s\nkill_grace: 1s\n"
-                      f"timezone: UTC\nstate_dir: {state}\n")
+                      f"timezone: UTC\nstate_dir: {state}\n"
+                      f"ledger: sqlite:///{state / 'ledger.db'}\n")
     charter = SCRATCH / "charter.md"
     charter.write_text(CHARTER)
     verify = [str(BIN / "loop-verify")]
@@ -133,7 +135,7 @@ def main() -> int:
 
     show("the loop pushes its work through git (the pre-push hook logs it)")
     run(["git", "push", "origin", "main"], app, expect={0})
-    run([*audit, "closeout", "--run-dir", str(run_dir), "--charter", str(charter)], app,
+    run([*audit, "closeout", "--run-dir", str(run_dir), "--charter", str(charter), *cfg], app,
         expect={0})
 
     show("someone pushes around the hook: the audit cannot explain it and fails")
@@ -141,10 +143,22 @@ def main() -> int:
     git(app, "add", "deploy.sh")
     git(app, "commit", "-q", "-m", "sneak in a deploy script")
     run(["git", "push", "--no-verify", "origin", "main"], app, expect={0})
-    run([*audit, "closeout", "--run-dir", str(run_dir), "--charter", str(charter)], app,
+    run([*audit, "closeout", "--run-dir", str(run_dir), "--charter", str(charter), *cfg], app,
         expect={1})
 
+    show("loop-verify review: one report of these runs and audits")
+    review = SCRATCH / "review.html"
+    run([*verify, "review", *cfg, "--out", str(review)], app, expect={0})
+    run([*verify, "review", *cfg, "--out", str(SCRATCH / "review.md"), "--format", "markdown"],
+        app, expect={0})
+    page = review.read_text(encoding="utf-8")
+    if "verify-backup" not in page or "UNGRANTED" not in page:
+        console.print("[red]demo: the review misses the failed verification or the audit[/red]")
+        return 1
+
     show("done")
+    console.print(f"The review of these runs: {review} (open it in a browser; no network "
+                  f"needed)\n            and as Markdown: {SCRATCH / 'review.md'}")
     console.print(f"Everything is in {SCRATCH}; run `make demo` again to start afresh.")
     return 0
 

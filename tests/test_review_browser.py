@@ -4,6 +4,7 @@ title stays text. A screenshot is left in the test's temporary folder."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,10 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 
+# On a developer's machine without them the test is skipped with the reason; in CI (where
+# .ci/run installs Chromium and `make setup` Playwright) their absence is a failure.
+if os.environ.get("CI") and not Path(CHROMIUM).exists():
+    raise RuntimeError(f"CI: {CHROMIUM} is missing; .ci/run should have installed chromium")
 sync_api = pytest.importorskip("playwright.sync_api")
 if not Path(CHROMIUM).exists():
     pytest.skip("Debian's chromium is not installed (.ci/run installs it)",

@@ -271,6 +271,10 @@ def _audit(view: AuditView, tz: tzinfo) -> str:
            f'<span class="chip v-{esc(run.verdict)}">{esc(run.verdict)}</span> '
            f"audit: {run.findings_total} finding(s), {run.findings_failing} failing</h3><dl>"
            + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in facts) + "</dl>"]
+    collapsed = run.verdict == "pass" and bool(view.groups)
+    if collapsed:
+        # A passing run's findings are evidence on demand; failing runs show theirs open.
+        out.append(f"<details><summary>{run.findings_total} passing finding(s)</summary>")
     if view.groups:
         out.append('<table class="findings"><thead><tr><th>change</th><th>verdict</th>'
                    "<th>reason</th></tr></thead><tbody>")
@@ -282,6 +286,8 @@ def _audit(view: AuditView, tz: tzinfo) -> str:
                        f"{esc(g.remote or '–')} {link}</th></tr>")
             out.extend(_finding(f, g.site) for f in g.findings)
         out.append("</tbody></table>")
+    if collapsed:
+        out.append("</details>")
     if view.omitted_findings:
         out.append(f'<p class="note">{view.omitted_findings} further passing finding(s) of this '
                    "run are not shown; the run directory's audit-report.txt has them all.</p>")

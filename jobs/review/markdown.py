@@ -88,16 +88,16 @@ def _timeline(review: Review) -> list[str]:
         return [*out, "No verify attempts in this window."]
     # One character per day: a compact strip that pastes into any document.
     marks = {"pass": "✓", "fail": "✗", "timeout": "T", "error": "E", "drift": "D",
-             "interrupted": "I", "other": "·"}
+             "interrupted": "I", "other": "o"}
     out += [f"One column per {unit} from {tl.columns[0].isoformat()}: "
-            + ", ".join(f"{m} {v}" for v, m in marks.items()) + ", blank: none.", "",
+            + ", ".join(f"{m} {v}" for v, m in marks.items()) + ", · none.", "",
             "| repository | task | " + unit + "s | counts |", "|---|---|---|---|"]
     for row in tl.rows:
-        strip = "".join(marks[w] if (w := row.worst(i)) else " " for i in range(len(tl.columns)))
+        strip = "".join(marks[w] if (w := row.worst(i)) else "·" for i in range(len(tl.columns)))
         task = row.task or "(repository)"
         if row.title:
             task += f" — {row.title}"
-        out.append(f"| {md(_name(row.repo))} | {md(task)} | `{strip.replace(' ', '.')}` | "
+        out.append(f"| {md(_name(row.repo))} | {md(task)} | `{strip}` | "
                    f"{_counts(row.totals)} |")
     return out
 

@@ -88,11 +88,17 @@ def read_ledger(url: str, filters: Filters) -> LedgerData:
 
 def _read(ledger: Ledger, f: Filters) -> LedgerData:
     engine = ledger.engine
-    ensure_audit_tables(engine)
+    # A ledger this user may read but not change is still worth a report: without the audit
+    # tables there are no audit runs, without the indexes it is slower.
+    try:
+        ensure_audit_tables(engine)
+    except SQLAlchemyError:
+        pass
+    has_audits = sa.inspect(engine).has_table("audit_findings")
     try:
         ensure_attempt_indexes(engine)
     except SQLAlchemyError:
-        pass  # a ledger this user may read but not change is still worth a report
+        pass
     has_machine = "machine" in {c["name"] for c in sa.inspect(engine).get_columns("attempts")}
     if f.machine is not None and not has_machine:
         return LedgerData([], [], 0, {}, [], has_machine)
@@ -117,7 +123,7 @@ def _read(ledger: Ledger, f: Filters) -> LedgerData:
         problems = int(conn.execute(count).scalar_one())
         audit_verdict = f.verdict if f.verdict in ("pass", "fail", "could_not_check") else None
         audits: list[AuditRun] = []
-        if f.verdict is None or audit_verdict is not None:
+        if has_audits and (f.verdict is None or audit_verdict is not None):
             audits = select_audit_runs(conn, since=_naive(f.since), until=_naive(f.until),
                                        machine=f.machine, verdict=audit_verdict)
     if f.repo_path is not None or f.repo_name is not None:
