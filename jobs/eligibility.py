@@ -53,6 +53,8 @@ def recipe_of(line: str) -> str | None:
 
 def classify(task: Task, config: BacklogConfig, today: date) -> Classified | None:
     """The task's state, or None when it carries no `verify:` label at all."""
+    if not task.labels:
+        return None  # most tasks: nothing more to look at
     # The Backlog CLI matches labels case-insensitively, so `VERIFY:2026-11-01` is a verify label
     # to its owner: refusing it says so, where ignoring it would never verify anything.
     odd_case = [lb for lb in task.labels

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from typing import Any
 
 from jobs import backlog, eligibility, errors
@@ -40,13 +41,16 @@ def main(args: argparse.Namespace) -> int:
             continue
         problems.extend({"repo": str(repo.path), "path": str(e.path), "line": e.line,
                          "message": e.message} for e in scan.errors)
+        root = str(scan.root) + os.sep
         for task in scan.tasks:
             c = eligibility.classify(task, scan.config, today)
             if c is None:
                 continue
+            path = str(task.path)
             rows.append({
                 "repo": str(repo.path), "id": task.id, "title": task.title,
-                "path": str(task.path.relative_to(repo.path)), "status": task.status,
+                "path": path[len(root):] if path.startswith(root)
+                else str(task.path.relative_to(repo.path)), "status": task.status,
                 "state": c.state, "reason": c.reason, "label": c.label,
                 "label_date": c.label_date.isoformat() if c.label_date else None,
                 "recipe": c.recipe,
