@@ -58,7 +58,7 @@ def build_ledger(path: Path, n_attempts: int, n_audits: int) -> None:
             "duration": 12.0, "output_path": f"/srv/elsewhere/state/runs/run-{i}.log",
             "commit_sha": f"{i:040x}" if verdict == "pass" or (failing and i % 7) else None,
             "edit_state": "committed" if verdict in ("pass", "fail", "timeout") else "none",
-            "edit_paths": "[]"})
+            "edit_paths": "[]", "machine": "ci-box"})
     with ledger.engine.begin() as conn:
         conn.execute(attempts.insert(), rows)
     ensure_audit_tables(ledger.engine)

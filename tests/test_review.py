@@ -170,3 +170,18 @@ def test_machine_column_when_the_ledger_has_one(world: ReviewWorld, tmp_path: Pa
     with sqlite3.connect(copy) as db:
         names = {r[1] for r in db.execute("PRAGMA index_list(attempts)")}
     assert {"ix_attempts_task_id", "ix_attempts_verdict", "ix_attempts_machine"} <= names
+
+
+def test_filters_in_html_too(world: ReviewWorld) -> None:
+    done = world.review("--repo", "app", "--task", "TASK-3")
+    assert done.returncode == 0, done.stderr
+    page = done.stdout
+    timeline = page[page.index('id="timeline"'):page.index('id="failures"')]
+    assert "TASK-3 — Slow check" in timeline and "Passing check" not in timeline
+    assert "Library check" not in page
+    assert "repository <code>app</code> · task <code>TASK-3</code>" in page
+    failures = page[page.index('id="failures"'):page.index('id="audits"')]
+    assert failures.count('<article class="failure') == 1 and "timed out after" in failures
+    by_machine = world.review("--machine", "no-such-machine")
+    assert "No verify attempts in this window." in by_machine.stdout
+    assert "No audit run recorded in this window." in by_machine.stdout

@@ -36,7 +36,7 @@ class OutputReader:
                 fh.seek(start)
                 data = fh.read(FULL_CAP)
         except FileNotFoundError:
-            where = ("no longer exists on this machine" if self.machine_column
+            where = ("no longer exists on this machine" if row.machine == self.machine
                      else "is not on this machine (another machine's, or removed)")
             return OutputView(missing=f"the output file {path} {where}")
         except OSError as exc:
