@@ -42,6 +42,7 @@ class RunSummary:
     today: date
     dry_run: bool
     results: list[Attempt] = field(default_factory=list)
+    interrupted: bool = False  # told to stop (SIGINT, SIGTERM, SIGHUP) at any point
     # How each repository is named in output: two may share a folder name.
     repo_names: dict[str, str] = field(default_factory=dict)
 
@@ -51,7 +52,8 @@ class RunSummary:
         if verdicts_seen & FAILING:
             return EXIT_FAILED
         # A verdict whose commit was refused never reached the task: that too is unchecked.
-        if verdicts_seen & UNCHECKED or any(r.edit_state == "restored" for r in self.results):
+        if (verdicts_seen & UNCHECKED or self.interrupted
+                or any(r.edit_state == "restored" for r in self.results)):
             return EXIT_UNCHECKED
         return EXIT_OK
 
@@ -84,31 +86,33 @@ def run_once(config: Config, *, today: date | None = None, stop: threading.Event
     summary = RunSummary(new_run_id(), today or today_in(config), dry_run,
                          repo_names=repo_names(str(r.path) for r in config.repos))
     ledger = None if dry_run else Ledger(config.ledger)
-    if not dry_run:
-        swept = runner.sweep_abandoned()
-        if swept:
-            log.warning("run.swept_abandoned", run_id=summary.run_id, processes=swept,
-                        reason="left running by a loop-verify that was killed")
+    # The run's claim on the recipes it starts: a later run may sweep them only if this one dies.
+    scope = runner.Scope(None if dry_run else config.state_dir)
     try:
-        for repo in config.repos:
-            if stop is not None and stop.is_set():
-                break
-            worker = _RepoRun(config, repo, summary, ledger, stop, printer, ticker, just)
-            try:
-                worker.run()
-            except (OSError, git.GitError) as exc:
-                # One repository the filesystem or git cannot serve must not stop the others.
-                worker.finish(worker.attempt("skipped", reason=f"cannot work on it: {exc}"))
-            except LoopError:
-                raise  # the ledger cannot be written: nothing more can be recorded
-            except Exception as exc:
-                # Nor may one repository that trips on something unexpected.
-                log.error("repo.unexpected_error", run_id=summary.run_id, repo=str(repo.path),
-                          exc_type=type(exc).__name__, exc_info=exc)
-                worker.finish(worker.attempt("error", reason=unexpected(exc)))
+        with scope:
+            for repo in config.repos:
+                # After a stop every repository is still read, so that each of its due tasks is
+                # recorded `interrupted` rather than silently left out.
+                worker = _RepoRun(config, repo, summary, ledger, stop, printer, ticker, just, scope)
+                try:
+                    worker.run()
+                except (OSError, git.GitError) as exc:
+                    # One repository the filesystem or git cannot serve must not stop the others.
+                    worker.finish(worker.attempt("skipped", reason=f"cannot work on it: {exc}"))
+                except LoopError:
+                    raise  # the ledger cannot be written: nothing more can be recorded
+                except Exception as exc:
+                    # Nor may one repository that trips on something unexpected.
+                    log.error("repo.unexpected_error", run_id=summary.run_id, repo=str(repo.path),
+                              exc_type=type(exc).__name__, exc_info=exc)
+                    worker.finish(worker.attempt("error", reason=unexpected(exc)))
     finally:
         if ledger is not None:
             ledger.close()
+    if stop is not None and stop.is_set():
+        summary.interrupted = True
+        log.warning("run.interrupted", run_id=summary.run_id, exit_code=summary.exit_code,
+                    interrupted=sum(r.verdict == "interrupted" for r in summary.results))
     log.info("run.finished", run_id=summary.run_id, exit_code=summary.exit_code,
              results=len(summary.results), dry_run=dry_run)
     return summary
@@ -117,8 +121,10 @@ def run_once(config: Config, *, today: date | None = None, stop: threading.Event
 class _RepoRun:
     def __init__(self, config: Config, repo: RepoConfig, summary: RunSummary,
                  ledger: Ledger | None, stop: threading.Event | None,
-                 printer: Printer | None, ticker: Ticker | None, just: str) -> None:
-        self.ctx = RepoContext(config, repo, summary.run_id, ledger, stop, ticker, just)
+                 printer: Printer | None, ticker: Ticker | None, just: str,
+                 scope: runner.Scope | None = None) -> None:
+        self.ctx = RepoContext(config, repo, summary.run_id, ledger, stop, ticker, just,
+                               scope=scope)
         self.repo = repo
         self.root = repo.path
         self.summary = summary
@@ -183,6 +189,10 @@ class _RepoRun:
         if not due and not pending:
             self.report_refused(classified)
             return
+        if self.stopped():
+            self.report_refused(classified)
+            self.interrupted(sorted(due, key=lambda c: str(c.task.path)))
+            return
         if self.summary.dry_run:
             self.dry_run(classified, due)
             return
@@ -222,7 +232,8 @@ class _RepoRun:
             return
         ordered = sorted(due, key=lambda c: str(c.task.path))
         for i, task in enumerate(ordered):
-            if self.stop is not None and self.stop.is_set():
+            if self.stopped():
+                self.interrupted(ordered[i:])
                 return
             try:
                 result = verify_task(self.ctx, task, config)
@@ -251,6 +262,15 @@ class _RepoRun:
                   task=task.task.id, exc_type=type(exc).__name__, exc_info=exc)
         self.finish(self.attempt("error", task=task, reason=unexpected(exc)))
         return git.work_tree_state(self.root).clean
+
+    def stopped(self) -> bool:
+        return self.stop is not None and self.stop.is_set()
+
+    def interrupted(self, tasks: list[eligibility.Classified]) -> None:
+        """Record each due task a stop leaves unverified; each is tried again next run."""
+        for task in tasks:
+            self.finish(self.attempt("interrupted", task=task,
+                                     reason="not run: loop-verify was told to stop"))
 
     def report_refused(self, classified: list[eligibility.Classified]) -> None:
         for c in classified:

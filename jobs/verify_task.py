@@ -35,6 +35,7 @@ class RepoContext:
     just: str
     recipes: frozenset[str] | None = None   # the justfile's recipes, read once per repository
     justfile: Path | None = None
+    scope: runner.Scope | None = None  # the run's claim on the recipes it starts
 
     @property
     def root(self) -> Path:
@@ -90,7 +91,7 @@ def verify_task(ctx: RepoContext, task: eligibility.Classified,
         head = git.head_sha(ctx.root)
         result = run_recipe(ctx, task, timeout)
         if isinstance(result, Attempt):
-            return TaskResult(result, go_on=result.verdict != "interrupted")
+            return TaskResult(result)  # after an interruption the driver records the rest
         outcome = result
         after = git.work_tree_state(ctx.root)
         head_after = git.head_sha(ctx.root) if after.branch == ctx.repo.branch else None
@@ -149,11 +150,16 @@ def run_recipe(ctx: RepoContext, task: eligibility.Classified,
         def tick(elapsed: float) -> None:
             ticker(label, elapsed)
 
+    if ctx.scope is not None:
+        swept = ctx.scope.sweep_once()  # only a run about to start a recipe sweeps
+        if swept:
+            log.warning("run.swept_abandoned", run_id=ctx.run_id, processes=swept,
+                        reason="left running by a loop-verify of this state directory that died")
     log.info("verify.started", run_id=ctx.run_id, repo=str(ctx.root), task=task.task.id,
              recipe=task.recipe, timeout_s=timeout)
     res = runner.run_recipe(ctx.root, ctx.justfile, task.recipe, timeout=timeout,
                             kill_grace=ctx.config.kill_grace, output_path=out, just=ctx.just,
-                            on_tick=tick, stop=ctx.stop)
+                            on_tick=tick, stop=ctx.stop, scope=ctx.scope)
     if res.outcome in ("error", "interrupted"):
         att = ctx.attempt(res.outcome, task=task, started=started,
                           reason=res.error or "stopped while the recipe ran")

@@ -86,6 +86,16 @@ def still_present(seen: dict[int, int]) -> list[int]:
     return left
 
 
+def live_left(seen: dict[int, int]) -> list[int]:
+    """Of the processes seen during a run, those still running (zombies do not count)."""
+    left = []
+    for pid, start in seen.items():
+        st = _stat(pid)
+        if st is not None and st[2] == start and st[0] not in ("Z", "X"):
+            left.append(pid)
+    return left
+
+
 @dataclass
 class Observed:
     result: RecipeResult

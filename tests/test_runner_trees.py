@@ -20,6 +20,7 @@ from runner_helpers import (
     PYTHON,
     Observed,
     assert_nothing_left,
+    live_left,
     marker,
     processes_with,
     recipe,
@@ -28,7 +29,7 @@ from runner_helpers import (
     zombie_children,
 )
 
-import jobs.runner
+import jobs.proctree
 from jobs.fsutil import exclusive_lock
 from jobs.runner import RecipeResult, run_recipe
 
@@ -211,7 +212,7 @@ def test_lock_descriptor_never_reaches_the_recipe(tmp_path: Path) -> None:
     assert_nothing_left(obs, m)
 
 
-# --- the portable (ps-based) search, exercised on Linux ---------------------------------------
+# --- without the Linux subreaper: the way macOS finds a recipe's processes --------------------
 
 
 @pytest.mark.parametrize(
@@ -219,26 +220,35 @@ def test_lock_descriptor_never_reaches_the_recipe(tmp_path: Path) -> None:
     [
         (["sleep {m}"], 1),
         (["sleep {m}1 & sleep {m}2; wait"], 2),
+        (["sh -c '(setsid sleep {m}1 &) &'", "sleep {m}2"], 2),
+        (["{python} -c 'import os,time; os.setsid(); time.sleep({m})' & sleep {m}2; wait"], 2),
+        (["env -i setsid sleep {m}1 & sleep {m}2; wait"], 2),
     ],
+    ids=["plain", "background", "double-fork+setsid", "python setsid", "no token, live parent"],
 )
-def test_ps_fallback_kills_the_group(
+def test_without_the_subreaper_every_escapee_is_still_killed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: list[str], expect: int
 ) -> None:
-    monkeypatch.setattr(jobs.runner, "_USE_PROC", False)
+    monkeypatch.setattr(jobs.proctree, "USE_SUBREAPER", False)
     m = marker()
-    obs = run_tree(tmp_path, [line.format(m=m) for line in body], m, expect)
-    assert_timed_out_cleanly(obs, m)
+    obs = run_tree(tmp_path, [line.format(m=m, python=PYTHON) for line in body], m, expect)
+    assert obs.result.outcome == "timed_out"
+    assert obs.wall < LIMIT, f"run took {obs.wall:.2f}s"
+    # Orphans now go to init, which reaps them (launchd does; a container's pid 1 may not):
+    # what counts is that none of them is still running.
+    assert live_left(obs.seen) == [] and processes_with(m) == {}
 
 
-def test_ps_fallback_sweeps_leftovers_after_a_normal_exit(
+def test_without_the_subreaper_a_passing_recipes_daemon_is_killed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(jobs.runner, "_USE_PROC", False)
+    monkeypatch.setattr(jobs.proctree, "USE_SUBREAPER", False)
     m = marker()
-    obs = run_tree(tmp_path, [f"sleep {m} &", "sleep 0.3"], m, 1, timeout=30)
+    obs = run_tree(tmp_path, [f"sh -c '(setsid sleep {m} &) &'", "sleep 0.3"], m, 1, timeout=30)
     assert (obs.result.outcome, obs.result.exit_code) == ("exited", 0)
     assert obs.result.survivors_killed == 1
-    assert_nothing_left(obs, m)
+    # Re-parented to init (not to us), it is gone but not our zombie to reap.
+    assert live_left(obs.seen) == [] and processes_with(m) == {}
 
 
 def test_orphans_of_a_recipe_are_handed_to_the_runner(tmp_path: Path) -> None:

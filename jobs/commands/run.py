@@ -20,11 +20,13 @@ from jobs.output import emit, format_line
 
 @contextmanager
 def stop_on_termination() -> Iterator[threading.Event]:
-    """SIGTERM/SIGHUP (a timer stopped, a terminal closed) end the run gracefully.
+    """SIGINT, SIGTERM and SIGHUP (Ctrl-C, a timer stopped, a terminal closed) end the run
+    gracefully, whenever they come.
 
-    Left to the default action they would kill only this process, and the recipe, in its own
-    session, would outlive the run. Set instead, the event makes the runner kill the recipe's
-    whole tree and the run end with `interrupted` (exit 3).
+    Left to the default action they would kill only this process (or raise KeyboardInterrupt
+    anywhere, even inside a commit), and the recipe, in its own session, would outlive the run.
+    Set instead, the event makes the runner kill the recipe's whole tree, lets an edit in progress
+    finish, records every due task not yet verified as `interrupted`, and the run exits 3.
     """
     stop = threading.Event()
     if threading.current_thread() is not threading.main_thread():
@@ -35,7 +37,8 @@ def stop_on_termination() -> Iterator[threading.Event]:
         stop.set()
 
     # A signal the caller ignores (`nohup` ignores SIGHUP) stays ignored.
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, handler)
+                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
                 if signal.getsignal(sig) is not signal.SIG_IGN}
     try:
         yield stop
@@ -45,6 +48,13 @@ def stop_on_termination() -> Iterator[threading.Event]:
 
 
 def main(args: argparse.Namespace) -> int:
+    # From the first moment: a stop while the configuration is read still ends in exit 3 with
+    # every due task recorded, never in a traceback or a silent exit.
+    with stop_on_termination() as stop:
+        return _run(args, stop)
+
+
+def _run(args: argparse.Namespace, stop: threading.Event) -> int:
     config = setup(args)
     config = with_timeout(config, args.timeout)
     today = parse_date(args.today, "--today") if args.today else None
@@ -61,10 +71,9 @@ def main(args: argparse.Namespace) -> int:
         sys.stderr.write(f"\r\033[K  running {label}  {elapsed:.0f}s")
         sys.stderr.flush()
 
-    with stop_on_termination() as stop:
-        summary = verify.run_once(config, today=today, dry_run=args.dry_run, stop=stop,
-                                  printer=None if args.json else printer,
-                                  ticker=ticker if live else None)
+    summary = verify.run_once(config, today=today, dry_run=args.dry_run, stop=stop,
+                              printer=None if args.json else printer,
+                              ticker=ticker if live else None)
     if args.json:
         emit(json.dumps({
             "run_id": summary.run_id, "today": summary.today.isoformat(),

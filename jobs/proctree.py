@@ -1,0 +1,406 @@
+"""Which processes belong to a recipe run, and getting rid of them — one psutil code path for
+Linux and macOS.
+
+A recipe's processes are found in three ways, each of which survives what defeats another:
+  * its process group and session (ordinary background jobs);
+  * the run token in its environment (`setsid` and double forks that kept their environment);
+  * parent links recorded while the recipe runs (a descendant that cleared its environment is
+    still a child of a recipe process until that one dies).
+On Linux the process is also a child subreaper while a recipe runs, so an orphan that cleared its
+environment *and* left the session comes to us and is caught too; that is an extra guard only.
+
+Every signal to a found process goes through psutil, which refuses a pid reused since it was
+found. Only processes created after the recipe's `just` are ever considered.
+
+The start-of-run sweep (`Scope.sweep_abandoned`) is narrower still: it touches only processes that
+carry the token of a run of *this* state directory whose lock is free (the run is dead), run as
+this user, in this PID namespace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import fcntl
+import functools
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+
+import psutil
+
+TOKEN_VAR = "LOOP_VERIFY_RUN_TOKEN"
+SCOPE_DIR = "procs"
+
+_SWEEP_BUDGET = 5.0  # seconds the final sweep may take before giving up on unkillable processes
+_RECORD_EVERY = 0.25  # seconds between records of a running recipe's descendants
+# A Linux child subreaper while a recipe runs; elsewhere (macOS) the other ways must do.
+USE_SUBREAPER = sys.platform.startswith("linux")
+
+# Recipe runs going on in this process right now (leader pid -> token). Another run's processes
+# must never be taken for orphans of this one.
+_active_lock = threading.Lock()
+_active: dict[int, str] = {}
+
+
+def token_of(p: psutil.Process) -> str | None:
+    """The run token a process was started with, if we may read its environment."""
+    try:
+        return p.environ().get(TOKEN_VAR)
+    except (psutil.Error, OSError):
+        return None
+
+
+def pid_namespace(pid: int | str = "self") -> str | None:
+    """The PID namespace a process lives in: "" where the system has none (macOS), None when it
+    cannot be told (then nothing of that process may be touched by the sweep)."""
+    if not os.path.exists("/proc/self/ns/pid"):
+        return ""
+    try:
+        return os.readlink(f"/proc/{pid}/ns/pid")
+    except OSError:
+        return None
+
+
+def _ids(pid: int) -> tuple[int, int]:
+    try:
+        return os.getsid(pid), os.getpgid(pid)
+    except OSError:
+        return -1, -1
+
+
+def _is_zombie(p: psutil.Process) -> bool:
+    try:
+        return p.status() == psutil.STATUS_ZOMBIE
+    except psutil.ZombieProcess:
+        return True
+    except psutil.Error:
+        return False
+
+
+def _reap(pid: int) -> None:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def _kill(p: psutil.Process, sig: int) -> bool:
+    try:
+        p.send_signal(sig)
+        return True
+    except (psutil.Error, OSError):
+        return False
+
+
+class Tracker:
+    """Knows which processes belong to one recipe run and how to end them."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+        self.me = os.getpid()
+        self.my_sid = os.getsid(0)
+        self.leader_pid = -1
+        self.leader: psutil.Process | None = None
+        self.since = 0.0
+        self.recorded: dict[int, psutil.Process] = {}
+        self.next_record = 0.0
+
+    def started(self, pid: int) -> None:
+        """Register the `just` leader (under _active_lock, held by the caller)."""
+        self.leader_pid = pid
+        _active[pid] = self.token
+        try:
+            self.leader = psutil.Process(pid)
+            self.since = self.leader.create_time()
+        except psutil.Error:
+            # It ended (and was reaped by nobody: it is our child) before we looked; a process
+            # it started cannot be older than our own call.
+            self.since = time.time() - 1.0
+        self.next_record = time.monotonic() + _RECORD_EVERY
+
+    def finished(self) -> None:
+        with _active_lock:
+            _active.pop(self.leader_pid, None)
+
+    def record(self, now: float) -> None:
+        """Remember the recipe's descendants now, so one that later clears its environment and
+        leaves the session is still known once its parent is gone."""
+        if now < self.next_record or self.leader is None:
+            return
+        self.next_record = now + _RECORD_EVERY
+        try:
+            for child in self.leader.children(recursive=True):
+                self.recorded.setdefault(child.pid, child)
+        except psutil.Error:
+            pass
+
+    # --- finding -----------------------------------------------------------------------------
+
+    def members(self) -> list[psutil.Process]:
+        """Every process (live or zombie) of this run except the `just` leader itself."""
+        with _active_lock:
+            others = {pid: tok for pid, tok in _active.items() if pid != self.leader_pid}
+        found: dict[int, psutil.Process] = {}
+        for p in psutil.process_iter(["ppid", "create_time"]):
+            pid, created = p.pid, p.info["create_time"]
+            if pid in (self.me, self.leader_pid) or pid in others:
+                continue
+            if created is None or created < self.since:
+                continue  # a descendant cannot be older than the recipe
+            sid, pgid = _ids(pid)
+            if self.leader_pid in (sid, pgid):
+                found[pid] = p
+                continue
+            if sid in others or pgid in others:
+                continue
+            token = token_of(p)
+            if token == self.token:
+                found[pid] = p
+            elif token is not None and token in others.values():
+                continue
+            elif USE_SUBREAPER and p.info["ppid"] == self.me and sid != self.my_sid:
+                # An orphan handed to us as subreaper: nothing else we did not start ourselves
+                # can be our child outside our own session.
+                found[pid] = p
+        for pid, p in self.recorded.items():
+            if pid not in found and p.is_running():
+                found[pid] = p
+        return list(found.values())
+
+    def live(self) -> list[psutil.Process]:
+        return [p for p in self.members() if not _is_zombie(p)]
+
+    # --- ending ------------------------------------------------------------------------------
+
+    def kill_group(self, sig: int = signal.SIGKILL) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.leader_pid, sig)
+
+    def signal_all(self, sig: int) -> None:
+        self.kill_group(sig)
+        for p in self.live():
+            if _ids(p.pid)[1] != self.leader_pid:
+                _kill(p, sig)
+
+    def sweep(self) -> int:
+        """Kill every remaining process of the run and reap the zombies handed to us."""
+        # Whatever is still alive now was left behind (or escaped the group kill): count it.
+        killed = {p.pid for p in self.live()}
+        self.kill_group()
+        end = time.monotonic() + _SWEEP_BUDGET
+        while True:
+            members = self.members()
+            alive = {p.pid for p in members if not _is_zombie(p)}
+            pending = False
+            for p in members:
+                if p.pid not in alive:
+                    try:
+                        parent = p.ppid()
+                    except psutil.Error:
+                        continue
+                    if parent == self.me:
+                        _reap(p.pid)
+                        pending = True
+                    elif parent in alive:
+                        pending = True  # its parent dies next; then it is reaped or comes to us
+                elif _kill(p, signal.SIGKILL):
+                    killed.add(p.pid)
+                    pending = True
+            if not pending or time.monotonic() >= end:
+                return len(killed)
+            time.sleep(0.01)
+
+
+# --- the run's claim in the state directory --------------------------------------------------
+
+
+class Scope:
+    """One loop-verify run's claim on the recipes it starts: a locked file in
+    `<state_dir>/procs/`, named by the id every token of the run begins with.
+
+    The lock is an flock, which the kernel drops when the run dies however it dies: a free lock
+    proves its run is gone, so what carries its tokens was left behind.
+    """
+
+    def __init__(self, state_dir: Path | None) -> None:
+        self.folder = Path(state_dir) / SCOPE_DIR if state_dir is not None else None
+        self.id = uuid.uuid4().hex
+        self.fd: int | None = None
+        self.path: Path | None = None
+        self.count = 0
+        self.swept: int | None = None
+
+    def __enter__(self) -> Scope:
+        if self.folder is None:
+            return self
+        tmp = self.folder / f".{self.id}.tmp"
+        fd = -1
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.write(fd, json.dumps({"pid": os.getpid(), "pidns": pid_namespace(),
+                                     "uid": os.getuid()}).encode())
+            # Locked before it gets the name a sweep looks for: never seen free while alive.
+            path = self.folder / f"{self.id}.lock"
+            os.replace(tmp, path)
+        except OSError:
+            # Without a claim nothing of this run can ever be swept: safe, only less tidy.
+            if fd >= 0:
+                os.close(fd)
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            return self
+        self.fd, self.path = fd, path
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self.fd is not None and self.path is not None:
+            with contextlib.suppress(OSError):
+                self.path.unlink()
+            os.close(self.fd)
+            self.fd = None
+
+    def token(self) -> str:
+        self.count += 1
+        return f"{self.id}.{self.count}"
+
+    def sweep_once(self) -> int:
+        """`sweep_abandoned`, the first time only; how many processes it killed."""
+        if self.swept is None:
+            self.swept = self.sweep_abandoned()
+            return self.swept
+        return 0
+
+    def sweep_abandoned(self) -> int:
+        """Kill what recipes of this state directory's dead runs left running."""
+        if self.folder is None or not self.folder.is_dir():
+            return 0
+        my_ns = pid_namespace()
+        dead: dict[str, tuple[int, Path]] = {}
+        try:
+            try:
+                claims = sorted(self.folder.glob("*.lock"))
+            except OSError:
+                return 0
+            for path in claims:
+                if path.stem == self.id:
+                    continue
+                held = _dead_claim(path, my_ns)
+                if held is not None:
+                    dead[path.stem] = (held, path)
+            if not dead:
+                return 0
+            killed = _kill_tokens(set(dead), my_ns)
+            for _fd, path in dead.values():
+                with contextlib.suppress(OSError):
+                    path.unlink()
+            return killed
+        finally:
+            for fd, _path in dead.values():
+                os.close(fd)
+
+
+def _dead_claim(path: Path, my_ns: str | None) -> int | None:
+    """The locked descriptor of a claim whose run is dead and was ours to sweep, else None."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        info = json.loads(os.read(fd, 4096) or b"{}")
+        # A run of another PID namespace (a container sharing the folder) is never ours.
+        if my_ns is not None and info.get("pidns") == my_ns and info.get("uid") == os.getuid():
+            return fd
+    except (OSError, ValueError, AttributeError):
+        pass
+    os.close(fd)
+    return None
+
+
+def _kill_tokens(owners: set[str], my_ns: str | None) -> int:
+    uid = os.getuid()
+    killed = 0
+    for p in psutil.process_iter(["uids"]):
+        uids = p.info["uids"]
+        if uids is None or uids.real != uid or p.pid == os.getpid():
+            continue
+        token = token_of(p)
+        if token is None or token.partition(".")[0] not in owners:
+            continue
+        if my_ns is None or pid_namespace(p.pid) != my_ns:
+            continue
+        killed += _kill(p, signal.SIGKILL)
+    return killed
+
+
+# --- Linux child subreaper (an extra guard) --------------------------------------------------
+
+_PR_SET_CHILD_SUBREAPER = 36
+_PR_GET_CHILD_SUBREAPER = 37
+_subreaper_lock = threading.Lock()
+_subreaper_users = 0
+_subreaper_owned: bool | None = None  # None: not decided yet; False: someone else set it
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+
+
+def _prctl(option: int, arg: object) -> int:
+    return int(_libc().prctl(option, arg, 0, 0, 0))
+
+
+@contextlib.contextmanager
+def subreaper() -> Iterator[None]:
+    """While any recipe runs, its orphans come to this process instead of init (Linux).
+
+    Only while a recipe runs: a process that stayed a subreaper all day would also adopt every
+    orphan of unrelated work (a detached `git gc --auto`, say) and collect them as zombies. If
+    something else already made this process a subreaper, it is left that way.
+    """
+    global _subreaper_users, _subreaper_owned
+    if not USE_SUBREAPER:
+        yield
+        return
+    with _subreaper_lock:
+        if _subreaper_users == 0:
+            try:
+                if _subreaper_owned is None:
+                    flag = ctypes.c_int(0)
+                    _prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag))
+                    _subreaper_owned = flag.value == 0
+                if _subreaper_owned:
+                    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+            except (OSError, AttributeError):
+                _subreaper_owned = False  # the token, group and records still find the rest
+        _subreaper_users += 1
+    try:
+        yield
+    finally:
+        with _subreaper_lock:
+            _subreaper_users -= 1
+            if _subreaper_users == 0 and _subreaper_owned:
+                with contextlib.suppress(OSError):
+                    _prctl(_PR_SET_CHILD_SUBREAPER, 0)
+
+
+def reap_leader(proc: subprocess.Popen[bytes]) -> int | None:
+    try:
+        return proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        # Only a process stuck in the kernel ignores SIGKILL this long; don't hang the job on it.
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGKILL)
+        return None
