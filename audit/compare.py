@@ -53,6 +53,7 @@ from audit.pushlog import ZERO, PushEntry
 from audit.release_judge import ReleaseJudge
 from audit.rules import (
     BACKLOG_DIR,
+    EntryIndex,
     chain,
     default_branch,
     entry_covers_remote,
@@ -165,7 +166,8 @@ class RepoJudge(ReleaseJudge):
         """Judge every changed ref but tags (which wait for the releases); return the tags."""
         b_refs: Mapping[str, str] = b.get("refs", {})
         a_refs: Mapping[str, str] = a.get("refs", {})
-        entries = self._remote_entries(name, a)
+        index = self.remote_index(name, a)
+        entries = list(index.all)
         branch = judged_branch(b, a)
         verdict_of: dict[str, Finding] = {}
         heads: list[Change] = []
@@ -186,15 +188,14 @@ class RepoJudge(ReleaseJudge):
                     name, change.ref, f"ref-{change.change}", change.before, change.after,
                     FOREIGN, "pull-request ref: the forge writes it, not a push")
             else:
-                verdict_of[change.ref] = self._judge_chain(name, change, entries)
+                verdict_of[change.ref] = self._judge_chain(name, change, index)
         self._judge_symrefs(name, b, a)
         for change in heads:
             self._judge_head(name, b, a, change, verdict_of)
         return tags
 
-    def _judge_chain(self, remote: str, change: Change,
-                     entries: Sequence[PushEntry]) -> Finding:
-        mine = [e for e in entries if e.ref == change.ref]
+    def _judge_chain(self, remote: str, change: Change, entries: EntryIndex) -> Finding:
+        mine = entries.of_ref(change.ref)
         kind = f"{noun(change.ref)}-{change.change}"
         path = chain(mine, change.before, change.after)
         if path is not None:
@@ -252,7 +253,7 @@ class RepoJudge(ReleaseJudge):
                              f"could not check: {why}")
         commits = self._range(hist, change)
         if not commits and change.before is None:
-            return self._judge_chain(remote, change, entries)
+            return self._judge_chain(remote, change, EntryIndex(entries))
         verdicts = self._judge_commits(remote, part, change, hist, commits, entries)
         counts = {v: verdicts.count(v) for v in SEVERITY if v in verdicts}
         summary = f"{len(commits)} commit{'s' if len(commits) != 1 else ''}: " + ", ".join(
@@ -331,35 +332,39 @@ class RepoJudge(ReleaseJudge):
             reach = bits.get(commit.sha, 0)
             covered = ranges_holding(reach, this_ref)
             under_logged_tip = bool(reach & any_entry)
-            verdict, reason = self._judge_commit(commit, usable, covered, under_logged_tip,
-                                                 branch_name, gh_repos, own)
+            verdict, reason, evidence = self._judge_commit(
+                commit, usable, covered, under_logged_tip, branch_name, gh_repos, own)
             verdicts.append(verdict)
             self.commit_verdicts[commit.sha] = verdict
             self._add(remote, change.ref, "commit", change.before, change.after, verdict,
                       reason, commit=commit.sha, order=order,
-                      parent=commit.parents[0] if commit.parents else None)
+                      parent=commit.parents[0] if commit.parents else None, evidence=evidence)
         return verdicts
 
     def _judge_commit(self, commit: Commit, usable: Sequence[PushEntry], covered: int,
                       under_logged_tip: bool, branch: str, gh_repos: Sequence[str],
-                      own: str | None) -> tuple[str, str]:
+                      own: str | None) -> tuple[str, str, str | None]:
+        """The commit's verdict, its reason, and (when it passes) its evidence in words that
+        hold for a run of commits."""
         said = f'"{commit.subject}"' if commit.subject is not None else "(unreadable subject)"
         if covered:
             entry = usable[first_entry(covered)]
-            return PUSH_LOGGED, (f"{said} in logged push {short(entry.old)}..{short(entry.new)} "
-                                 f"(push-log line {entry.line}, {entry.source})")
+            logged = (f"in logged push {short(entry.old)}..{short(entry.new)} "
+                      f"(push-log line {entry.line}, {entry.source})")
+            return PUSH_LOGGED, f"{said} {logged}", logged
         if commit.paths and all(p.startswith(BACKLOG_DIR) for p in commit.paths):
-            return BACKLOG_ONLY, f"{said} changes only {paths_note(commit.paths)}"
+            return (BACKLOG_ONLY, f"{said} changes only {paths_note(commit.paths)}",
+                    f"each changes only {BACKLOG_DIR}")
         release = self._release_commit(commit, branch, gh_repos)
         if release is not None and release[0] == RELEASE_PLEASE:
-            return release[0], f"{said} {release[1]}"
+            return release[0], f"{said} {release[1]}", f"{said} {release[1]}"
         others = [s for s in commit.sessions if s != own]
         if own is not None and others and len(others) == len(commit.sessions) \
                 and under_logged_tip:
-            return FOREIGN, (f"{said} is session {others[0]}'s work (the run is {own}), under "
-                             "a logged push")
+            foreign = f"session {others[0]}'s work (the run is {own}), under a logged push"
+            return FOREIGN, f"{said} is {foreign}", foreign
         if release is not None:
-            return release[0], f"{said} {release[1]}"
+            return release[0], f"{said} {release[1]}", None
         why = "a push the log never saw"
         if own is not None and own in commit.sessions:
             why += f" (the run's own session {own})"
@@ -367,4 +372,4 @@ class RepoJudge(ReleaseJudge):
             why += " (the charter names no session:, so no session's work counts as foreign)"
         elif others and not under_logged_tip:
             why += f" (session {others[0]}'s work, but no logged push was made on top of it)"
-        return UNGRANTED, f"{said} {why}; changes {paths_note(commit.paths)}"
+        return UNGRANTED, f"{said} {why}; changes {paths_note(commit.paths)}", None

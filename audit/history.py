@@ -25,7 +25,7 @@ from audit.git import (
 )
 from audit.model import BranchHistory, Change, Commit, History
 from audit.pushlog import ZERO, PushEntry, same_repo
-from audit.rules import entry_ancestry, entry_covers_remote, judged_branch
+from audit.rules import covering, entry_ancestry, judged_branch
 from audit.snapshot import read_remote_config
 from audit.urls import redact_text
 
@@ -56,7 +56,8 @@ def entries_by_repo(repos: Sequence[str], entries: Sequence[PushEntry]
     worktree counts and another clone does not); one identity lookup per distinct path."""
     out: dict[str, tuple[PushEntry, ...]] = {}
     for repo in repos:
-        out[repo] = tuple(e for e in entries if same_repo(e.repo, repo))
+        named = {path: same_repo(path, repo) for path in {e.repo for e in entries}}
+        out[repo] = tuple(e for e in entries if named[e.repo])
     return out
 
 
@@ -81,9 +82,8 @@ def gather_history(before: Mapping[str, Any], after: Mapping[str, Any],
             change = judged_branch(b_part, a_part)
             if change is not None:
                 work.append(_Work(name, change, b_part, a_part,
-                                  [e for e in by_repo[repo]
-                                   if entry_covers_remote(e, name, a_part,
-                                                          {**b['remotes'], **a['remotes']})]))
+                                  covering(by_repo[repo], name, a_part,
+                                           {**b["remotes"], **a["remotes"]})))
         if not work:
             continue
         try:

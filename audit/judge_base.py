@@ -9,7 +9,7 @@ from typing import Any
 from audit.charter import Charter
 from audit.model import Finding, History
 from audit.pushlog import PushEntry
-from audit.rules import entry_covers_remote
+from audit.rules import EntryIndex, covering
 from audit.urls import github_repo_from_url
 
 
@@ -25,21 +25,35 @@ class JudgeBase:
     findings: list[Finding] = field(default_factory=list)
     commit_verdicts: dict[str, str] = field(default_factory=dict)
     release_verdicts: dict[tuple[str, str], str] = field(default_factory=dict)
+    indexes: dict[str, EntryIndex] = field(default_factory=dict)
 
 
     # -- findings -------------------------------------------------------------------------
 
     def _add(self, remote: str, ref: str, kind: str, before: str | None, after: str | None,
              verdict: str, reason: str, commit: str | None = None, order: int = 0,
-             parent: str | None = None) -> Finding:
+             parent: str | None = None, evidence: str | None = None) -> Finding:
         finding = Finding(self.repo, remote, ref, kind, before, after, commit, verdict, reason,
-                          order, parent)
+                          order, parent, evidence)
         self.findings.append(finding)
         return finding
 
     def _remote_entries(self, name: str, part: Mapping[str, Any]) -> list[PushEntry]:
-        return [e for e in self.entries
-                if entry_covers_remote(e, name, part, self.all_remotes())]
+        return list(self.remote_index(name, part).all)
+
+    def remote_index(self, name: str, part: Mapping[str, Any]) -> EntryIndex:
+        """The entries covering remote `name`, worked out and indexed once per remote."""
+        found = self.indexes.get(name)
+        if found is None:
+            found = EntryIndex(covering(self.entries, name, part, self.all_remotes()))
+            self.indexes[name] = found
+        return found
+
+    def local_index(self) -> EntryIndex:
+        found = self.indexes.get("")
+        if found is None:
+            found = self.indexes[""] = EntryIndex(self.entries)
+        return found
 
     def all_remotes(self) -> dict[str, Mapping[str, Any]]:
         """The repository's remotes in either snapshot (the after one where both have it)."""

@@ -57,11 +57,23 @@ class Finding:
     # the text line; not part of the JSON.
     order: int = field(default=0, compare=False)
     parent: str | None = field(default=None, compare=False)
+    # What a passing commit's verdict rests on, said for a whole run of commits (the log entry,
+    # "only backlog/", the other session): consecutive commits with the same verdict and the
+    # same evidence are reported as one finding. None for a failing commit, always alone.
+    evidence: str | None = field(default=None, compare=False)
+    # A run of commits reported as one: how many, the oldest and the newest (`commit`).
+    count: int = 1
+    first: str | None = None
+    last: str | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {"repo": self.repo, "remote": self.remote, "ref": self.ref, "kind": self.kind,
-                "before": self.before, "after": self.after, "commit": self.commit,
-                "verdict": self.verdict, "reason": self.reason}
+        out: dict[str, Any] = {
+            "repo": self.repo, "remote": self.remote, "ref": self.ref, "kind": self.kind,
+            "before": self.before, "after": self.after, "commit": self.commit,
+            "verdict": self.verdict, "reason": self.reason}
+        if self.count > 1:
+            out.update(count=self.count, first=self.first, last=self.last)
+        return out
 
 
 @dataclass(frozen=True)

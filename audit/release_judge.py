@@ -18,10 +18,10 @@ from audit.model import (
     Commit,
     short,
 )
-from audit.pushlog import PushEntry
 from audit.rules import (
     LOCAL,
     PEELED,
+    EntryIndex,
     chain,
     is_release_path,
     is_release_subject,
@@ -238,13 +238,13 @@ class ReleaseJudge(JudgeBase):
 
     def _judge_remote_tag(self, name: str, a_part: Mapping[str, Any], change: Change,
                           releases_ok: bool) -> None:
-        self._judge_tag(name, change, self._remote_entries(name, a_part), releases_ok,
+        self._judge_tag(name, change, self.remote_index(name, a_part), releases_ok,
                         self._github_repos(a_part))
 
-    def _judge_tag(self, remote: str, change: Change, entries: Sequence[PushEntry],
+    def _judge_tag(self, remote: str, change: Change, entries: EntryIndex,
                    releases_ok: bool, remote_repos: Sequence[str] | None) -> None:
         kind = f"tag-{change.change}"
-        logged = chain([e for e in entries if e.ref == change.ref], change.before, change.after)
+        logged = chain(entries.of_ref(change.ref), change.before, change.after)
         if logged is not None:
             self._add(remote, change.ref, kind, change.before, change.after, PUSH_LOGGED,
                       f"logged (push-log line{'s' if len(logged) > 1 else ''} "
@@ -270,7 +270,7 @@ class ReleaseJudge(JudgeBase):
                       "; ".join(down))
             return
         for change in ref_changes(b.get("tags", {}), a.get("tags", {})):
-            self._judge_tag(LOCAL, change, self.entries, releases_ok, None)
+            self._judge_tag(LOCAL, change, self.local_index(), releases_ok, None)
 
 
 

@@ -4,16 +4,54 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
-from audit.model import FAILING, Finding, overall, short
+from audit.model import FAILING, PASSING, Finding, overall, short
+
+
+def group_commits(findings: Sequence[Finding]) -> list[Finding]:
+    """Consecutive commit findings (in report order) with the same passing verdict and the same
+    evidence become one finding with `count`, `first` (the oldest) and `last` (the newest, also
+    its `commit`); a failing commit is always a finding of its own."""
+    out: list[Finding] = []
+    run: list[Finding] = []
+
+    def flush() -> None:
+        if len(run) == 1:
+            out.append(run[0])
+        elif run:
+            newest, oldest = run[0], run[-1]
+            out.append(replace(newest, reason=f"{len(run)} commits {newest.evidence}",
+                               parent=oldest.parent, count=len(run), first=oldest.commit,
+                               last=newest.commit))
+        run.clear()
+
+    for f in findings:
+        if run and not _same_run(run[-1], f):
+            flush()
+        if f.kind == "commit" and f.evidence is not None and f.verdict in PASSING:
+            run.append(f)
+        else:
+            flush()
+            out.append(f)
+    flush()
+    return out
+
+
+def _same_run(a: Finding, b: Finding) -> bool:
+    return (b.kind == "commit" and b.evidence is not None and b.verdict in PASSING
+            and (a.repo, a.remote, a.ref, a.before, a.after, a.verdict, a.evidence)
+            == (b.repo, b.remote, b.ref, b.before, b.after, b.verdict, b.evidence))
 
 
 def finding_line(f: Finding) -> str:
     """`[<repo>] <remote> <ref>: <what changed> <before>..<after> [<VERDICT>] <reason>`; a commit
-    is indented beneath its ref, its span running from its first parent to itself."""
+    is indented beneath its ref, its span running from its first parent to itself (a run of
+    commits: from the oldest one's parent to the newest)."""
     if f.kind == "commit":
-        indent, what, span = "    ", "commit", f"{short(f.parent)}..{short(f.commit)}"
+        indent, span = "    ", f"{short(f.parent)}..{short(f.commit)}"
+        what = f"{f.count} commits" if f.count > 1 else "commit"
     else:
         indent, what = "", f.kind.replace("-", " ")
         span = f"{_end(f.before, f)}..{_end(f.after, f)}"
@@ -36,13 +74,14 @@ def summary_line(findings: Sequence[Finding]) -> str:
 
 
 def render_text(findings: Sequence[Finding]) -> str:
-    return "".join(finding_line(f) + "\n" for f in findings) + summary_line(findings) + "\n"
+    shown = group_commits(findings)
+    return "".join(finding_line(f) + "\n" for f in shown) + summary_line(shown) + "\n"
 
 
 def report_object(findings: Sequence[Finding]) -> dict[str, Any]:
     verdict = overall(findings)
     return {"ok": verdict == "pass", "verdict": verdict,
-            "findings": [f.as_json() for f in findings]}
+            "findings": [f.as_json() for f in group_commits(findings)]}
 
 
 def render_json(findings: Sequence[Finding]) -> str:

@@ -48,13 +48,42 @@ def entry_covers_remote(entry: PushEntry, name: str, part: Mapping[str, Any],
     """Does this log entry cover remote `name`? Its `remote` is that name, or a URL of it, or
     another remote (of `remotes`, the repository's remotes in either snapshot) sharing a URL
     with it after insteadOf: a push through one name lands wherever the URL leads."""
-    if entry.remote == name:
-        return True
+    return bool(covering([entry], name, part, remotes))
+
+
+def covering(entries: Sequence[PushEntry], name: str, part: Mapping[str, Any],
+             remotes: Mapping[str, Mapping[str, Any]] | None = None) -> list[PushEntry]:
+    """The entries that cover remote `name` (see `entry_covers_remote`), in one pass: what each
+    distinct `remote` value of the log means is worked out once, not once per entry."""
     mine = remote_urls(part)
-    if _same_url(entry.remote) in mine:
-        return True
-    other = (remotes or {}).get(entry.remote)
-    return other is not None and bool(remote_urls(other) & mine)
+    known = remotes or {}
+    verdict: dict[str, bool] = {}
+    out: list[PushEntry] = []
+    for e in entries:
+        said = e.remote
+        if said not in verdict:
+            other = known.get(said)
+            verdict[said] = (said == name or _same_url(said) in mine
+                             or (other is not None and bool(remote_urls(other) & mine)))
+        if verdict[said]:
+            out.append(e)
+    return out
+
+
+class EntryIndex:
+    """A remote's push-log entries, indexed once by ref: judging 8,000 tags must not rescan
+    the whole log for each one."""
+
+    def __init__(self, entries: Sequence[PushEntry]) -> None:
+        self.all: tuple[PushEntry, ...] = tuple(entries)
+        self._by_ref: dict[str, list[PushEntry]] | None = None
+
+    def of_ref(self, ref: str) -> list[PushEntry]:
+        if self._by_ref is None:
+            self._by_ref = {}
+            for e in self.all:
+                self._by_ref.setdefault(e.ref, []).append(e)
+        return self._by_ref.get(ref, [])
 
 
 def default_branch(b_part: Mapping[str, Any], a_part: Mapping[str, Any]) -> str:

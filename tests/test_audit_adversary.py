@@ -386,3 +386,36 @@ def test_assets_are_covered_only_on_a_granted_release_please_release_by_a_bot(
     run.charter = None
     assert verdicts(run.judge(after))[
         ("releases/v0.9.0/assets/extra.whl", "asset-added")] == UNGRANTED
+
+
+# --- big runs read well -----------------------------------------------------------------------
+
+def test_consecutive_passing_commits_are_one_finding_failing_ones_stay_alone(
+        tmp_path: Path) -> None:
+    from audit.report import render_json, render_text
+
+    run = Run(tmp_path)
+    logged = [commit(run.clone, f"src/l{i}.py", "x\n", f"logged {i}") for i in range(3)]
+    run.push()
+    tasks = [commit(run.clone, f"backlog/tasks/task-{i}.md", "x\n", f"task {i}")
+             for i in range(2)]
+    bad = [commit(run.clone, f"src/b{i}.py", "x\n", f"bad {i}") for i in range(2)]
+    run.push(logged=False)
+    findings = run.judge()
+    text = render_text(findings)
+    commit_lines = [line for line in text.splitlines() if line.startswith("    ")]
+    assert len(commit_lines) == 4  # bad, bad, 2 tasks as one, 3 logged as one
+    assert sum("commit " in line and "[UNGRANTED]" in line for line in commit_lines) == 2
+    grouped = next(line for line in commit_lines if "3 commits" in line)
+    assert f"{rev(run.clone, logged[0] + '~1')[:7]}..{logged[2][:7]}" in grouped
+    assert "[PUSH_LOGGED] 3 commits in logged push" in grouped
+    assert any("2 commits each changes only backlog/" in line for line in commit_lines)
+    assert text.rstrip().endswith("audit: 6 findings, 4 failing")
+    data = json.loads(render_json(findings))
+    group = next(f for f in data["findings"] if f.get("count") == 3)
+    assert (group["first"], group["last"], group["commit"]) == (logged[0], logged[2], logged[2])
+    assert group["verdict"] == PUSH_LOGGED and group["kind"] == "commit"
+    singles = [f for f in data["findings"] if f["kind"] == "commit" and "count" not in f]
+    assert sorted(f["commit"] for f in singles) == sorted(bad)
+    assert render_json(findings) == render_json(run.judge())  # byte-identical
+    assert {f["commit"] for f in data["findings"] if f.get("count") == 2} == {tasks[1]}
