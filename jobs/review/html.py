@@ -7,6 +7,7 @@ A Content-Security-Policy of `default-src 'none'` makes the no-request promise t
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Iterable
 from datetime import datetime, tzinfo
@@ -157,6 +158,20 @@ def _timeline(tl: Timeline, tz: tzinfo) -> str:
 _EMPTY = "<td></td>"
 
 
+@functools.lru_cache(maxsize=4096)
+def _cell_html(counts: tuple[tuple[str, int], ...]) -> str:
+    # Verdict names here are the fixed SEVERITY words (model.py maps any other to "other").
+    present = dict(counts)
+    worst = next(v for v in SEVERITY if present.get(v))
+    said = ", ".join(f"{n} {v}" for v, n in counts)
+    return f'<td class="v-{worst}" title="{said}"></td>'
+
+
+def _cell(counts: dict[str, int] | None) -> str:
+    # Most cells of a big timeline repeat ("1 pass"): each distinct one is rendered once.
+    return _cell_html(tuple(sorted(counts.items()))) if counts else _EMPTY
+
+
 def _timeline_rows(tl: Timeline, row: TimelineRow, prev: TimelineRow | None) -> str:
     out = []
     if prev is None or prev.repo != row.repo:
@@ -165,16 +180,7 @@ def _timeline_rows(tl: Timeline, row: TimelineRow, prev: TimelineRow | None) -> 
     label = row.task or "(repository)"
     if row.title:
         label += f" — {row.title}"
-    cells = []
-    for i, _day in enumerate(tl.columns):
-        counts = row.cells.get(i)
-        if not counts:
-            cells.append(_EMPTY)
-            continue
-        # Verdict names here are the fixed SEVERITY words (model.py maps any other to "other").
-        worst = next(v for v in SEVERITY if counts.get(v))
-        said = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
-        cells.append(f'<td class="v-{worst}" title="{said}"></td>')
+    cells = [_cell(row.cells.get(i)) for i in range(len(tl.columns))]
     totals = " ".join(f"{row.totals[v]} {v}" for v in SEVERITY if row.totals.get(v))
     out.append(f'<tr><th class="row" title="{esc(label)}">{esc(label)}</th>{"".join(cells)}'
                f'<td class="n">{esc(totals)}</td></tr>')

@@ -34,7 +34,7 @@ class TimelineRow:
     repo: str
     task: str | None
     title: str | None = None
-    cells: dict[int, Counter[str]] = field(default_factory=dict)  # column → verdict counts
+    cells: dict[int, dict[str, int]] = field(default_factory=dict)  # column → verdict counts
     totals: Counter[str] = field(default_factory=Counter)
 
     def worst(self, column: int) -> str | None:
@@ -175,9 +175,11 @@ def build_timeline(marks: Sequence[Mark], since: datetime, until: datetime,
         verdict = raw if raw in _SEVERE else "other"
         cell = row.cells.get(column)
         if cell is None:
-            cell = row.cells[column] = Counter()
-        cell[verdict] += 1
-        row.totals[verdict] += 1
+            cell = row.cells[column] = {}
+        cell[verdict] = cell.get(verdict, 0) + 1
+    for row in table.values():
+        for cell in row.cells.values():
+            row.totals.update(cell)
     for row in table.values():
         totals.update(row.totals)
     ordered = sorted(table.values(), key=lambda t: (t.repo, t.task is not None,
