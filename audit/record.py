@@ -63,6 +63,7 @@ def _ledger_configured(path: Path) -> bool:
 def _run(config: Any, command: str, run_dir: Path | None, before: Mapping[str, Any],
          after: Mapping[str, Any], findings: Sequence[Finding],
          charter_sha256: str | None) -> Any:
+    from audit.report import group_commits
     from jobs.ledger_audit import AuditFinding, AuditRun
 
     return AuditRun(
@@ -73,7 +74,10 @@ def _run(config: Any, command: str, run_dir: Path | None, before: Mapping[str, A
         charter_sha256=charter_sha256,
         findings=[AuditFinding(repo=f.repo, remote=f.remote or None, ref=f.ref or None,
                                kind=f.kind, before=f.before, after=f.after, commit=f.commit,
-                               verdict=f.verdict, reason=f.reason) for f in findings])
+                               verdict=f.verdict, reason=f.reason, count=f.count,
+                               first=f.first, last=f.last)
+                  # The findings as the report has them: runs of passing commits as one.
+                  for f in group_commits(findings)])
 
 
 def _remotes(*snapshots: Mapping[str, Any]) -> dict[str, dict[str, str]]:

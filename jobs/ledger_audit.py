@@ -47,6 +47,10 @@ audit_findings = sa.Table(
     sa.Column("commit", sa.String(64)),
     sa.Column("verdict", sa.String(32), nullable=False),
     sa.Column("reason", sa.Text, nullable=False),
+    # A run of passing commits reported as one finding: how many, the oldest and the newest.
+    sa.Column("count", sa.Integer, nullable=False, default=1),
+    sa.Column("first", sa.String(64)),
+    sa.Column("last", sa.String(64)),
 )
 
 # The review filters attempts on these besides started_at (indexed in jobs/ledger.py). Plain SQL
@@ -66,6 +70,9 @@ class AuditFinding:
     commit: str | None
     verdict: str
     reason: str
+    count: int = 1
+    first: str | None = None
+    last: str | None = None
 
     @property
     def failing(self) -> bool:
@@ -124,7 +131,8 @@ def insert_audit_run(engine: sa.Engine, run: AuditRun) -> int:
             conn.execute(audit_findings.insert(), [
                 {"audit_run_id": run_id, "position": i, "repo": f.repo, "remote": f.remote,
                  "ref": f.ref, "kind": f.kind, "before": f.before, "after": f.after,
-                 "commit": f.commit, "verdict": f.verdict, "reason": f.reason}
+                 "commit": f.commit, "verdict": f.verdict, "reason": f.reason,
+                 "count": f.count, "first": f.first, "last": f.last}
                 for i, f in enumerate(run.findings)])
     run.id = run_id
     return run_id
@@ -158,6 +166,7 @@ def select_audit_runs(conn: sa.Connection, *, since: datetime, until: datetime,
         if run is not None:
             run.findings.append(AuditFinding(
                 repo=row.repo, remote=row.remote, ref=row.ref, kind=row.kind, before=row.before,
-                after=row.after, commit=row.commit, verdict=row.verdict, reason=row.reason))
+                after=row.after, commit=row.commit, verdict=row.verdict, reason=row.reason,
+                count=row._mapping["count"], first=row.first, last=row.last))
     return list(runs.values())
 

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from audit_helpers import commit, env_with, git, isolate_git, make_repo_with_remote, run_cli
 
 from audit.rundir import AFTER, BEFORE
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)
@@ -120,3 +124,29 @@ def test_compare_with_run_dir_records_without_it_not(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stderr
     rows = recorded(ledger)
     assert rows[0][1:3] == ("compare", str(run_dir.resolve()))
+
+
+def test_a_run_of_logged_commits_is_one_finding_with_its_count(tmp_path: Path) -> None:
+    clone, _bare = make_repo_with_remote(tmp_path)
+    run_dir = tmp_path / "run"
+    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
+    old = git(clone, "rev-parse", "HEAD").strip()
+    shas = [commit(clone, f"src/{n}.py", f"n = {n}\n", f"feat: step {n}") for n in range(3)]
+    git(clone, "push", "-q", "origin", "HEAD:main")
+    logged = run_cli("record-push", "--repo", str(clone), "--ref", "refs/heads/main", "--old",
+                     old, "--new", shas[-1], "--run-dir", str(run_dir))
+    assert logged.returncode == 0, logged.stderr
+    ledger = tmp_path / "ledger.db"
+    config = config_with(tmp_path, f"sqlite:///{ledger}")
+    closed = run_cli("closeout", "--run-dir", str(run_dir), "--config", str(config))
+    assert closed.returncode == 0, closed.stdout + closed.stderr
+    with sqlite3.connect(ledger) as db:
+        grouped = db.execute("SELECT count, first, last, verdict FROM audit_findings "
+                             "WHERE kind = 'commit'").fetchall()
+    assert grouped == [(3, shas[0], shas[-1], "PUSH_LOGGED")]
+    review = subprocess.run(
+        [sys.executable, "-m", "jobs.main", "review", "--config", str(config), "--format",
+         "markdown"], capture_output=True, text=True, check=False,
+        env=env_with(PYTHONPATH=str(ROOT)))
+    assert review.returncode == 0, review.stderr
+    assert f"3 commits `{shas[0][:12]}`..`{shas[-1][:12]}` PUSH\\_LOGGED" in review.stdout

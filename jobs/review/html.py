@@ -303,7 +303,9 @@ def _audit(view: AuditView, tz: tzinfo) -> str:
 
 def _finding(f: AuditFinding, site: Site | None) -> str:
     css = "bad" if f.failing else "good"
-    if f.kind == "commit":
+    if f.kind == "commit" and f.count > 1:
+        change = f"{f.count} commits {_sha(f.first, site)}..{_sha(f.last, site)}"
+    elif f.kind == "commit":
         change = f"commit {_sha(f.commit, site)}"
     else:
         change = f"{esc(f.kind)} {_sha(f.before, site)}..{_sha(f.after, site)}"

@@ -146,7 +146,11 @@ def _audit(view: AuditView, tz: tzinfo) -> list[str]:
 
 
 def _finding(f: AuditFinding, site: Site | None) -> str:
-    change = (f"commit {_sha(f.commit, site)}" if f.kind == "commit"
-              else f"{md(f.kind)} {_sha(f.before, site)}..{_sha(f.after, site)}")
+    if f.kind == "commit" and f.count > 1:
+        change = f"{f.count} commits {_sha(f.first, site)}..{_sha(f.last, site)}"
+    elif f.kind == "commit":
+        change = f"commit {_sha(f.commit, site)}"
+    else:
+        change = f"{md(f.kind)} {_sha(f.before, site)}..{_sha(f.after, site)}"
     verdict = f"**{md(f.verdict)}**" if f.failing else md(f.verdict)
     return f"{change} {verdict} {md(f.reason)}"
