@@ -55,8 +55,8 @@ from audit.rules import (
     BACKLOG_DIR,
     EntryIndex,
     chain,
+    covering,
     default_branch,
-    entry_covers_remote,
     first_entry,
     judged_branch,
     lines,
@@ -149,10 +149,11 @@ class RepoJudge(ReleaseJudge):
         run added): nothing can say what it changed, so it cannot pass as "no change"."""
         parts = [(name, part) for remotes in (b_remotes, a_remotes)
                  for name, part in remotes.items()]
+        known = self.all_remotes()
+        covered = {id(e) for name, part in parts for e in covering(self.entries, name, part, known)}
         by_remote: dict[str, list[PushEntry]] = {}
         for e in self.entries:
-            if not any(entry_covers_remote(e, name, part, self.all_remotes())
-                       for name, part in parts):
+            if id(e) not in covered:
                 by_remote.setdefault(e.remote, []).append(e)
         for remote, es in sorted(by_remote.items()):
             self._add(remote, "", "remote-unaudited", None, None, UNVERIFIED,

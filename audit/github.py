@@ -102,6 +102,14 @@ def api_base_for(host: str, env: Mapping[str, str] = os.environ) -> str:
     return api_base_url(env)
 
 
+def prepare() -> None:
+    """Route library logs and import PyGithub before any deadline starts: the cap bounds the
+    wait for GitHub, not our own start-up."""
+    from audit.logs import route_before_github
+    route_before_github()
+    import github  # noqa: F401
+
+
 def read_releases(owner_name: str, *, token: str | None, base_url: str | None,
                   timeout: float = DEFAULT_CAP, deadline: Deadline | None = None
                   ) -> dict[str, Any]:
@@ -115,6 +123,7 @@ def read_releases(owner_name: str, *, token: str | None, base_url: str | None,
     if not token:
         return {"available": False, "reason": "no GitHub token: set GITHUB_TOKEN or GH_TOKEN, "
                 "or log in with `gh auth login`"}
+    prepare()
     deadline = deadline or Deadline.after(timeout)
     base = (base_url or DEFAULT_API_URL).rstrip("/")
     where = f"releases of {owner_name} from {base}"

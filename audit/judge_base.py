@@ -26,6 +26,7 @@ class JudgeBase:
     commit_verdicts: dict[str, str] = field(default_factory=dict)
     release_verdicts: dict[tuple[str, str], str] = field(default_factory=dict)
     indexes: dict[str, EntryIndex] = field(default_factory=dict)
+    github_names: dict[tuple[Any, tuple[Any, ...]], list[str]] = field(default_factory=dict)
 
 
     # -- findings -------------------------------------------------------------------------
@@ -60,6 +61,13 @@ class JudgeBase:
         return {**self.before.get("remotes", {}), **self.after.get("remotes", {})}
 
     def _github_repos(self, part: Mapping[str, Any]) -> list[str]:
+        key = (part.get("url"), tuple(part.get("pushurls", [])))
+        found = self.github_names.get(key)
+        if found is None:
+            found = self.github_names[key] = self._github_repos_of(part)
+        return found
+
+    def _github_repos_of(self, part: Mapping[str, Any]) -> list[str]:
         names: list[str] = []
         for url in [part.get("url"), *part.get("pushurls", [])]:
             if isinstance(url, str):

@@ -29,6 +29,22 @@ def audit_log_file(run_dir_arg: str | None, env: Mapping[str, str] = os.environ)
     return Path(run_dir).expanduser().absolute() / RUN_LOG if run_dir else None
 
 
+_TARGET: dict[str, Path | None] = {}
+
+
+def set_log_target(log_file: Path | None) -> None:
+    """Where library records of this command go; routed only once GitHub is really read (the
+    structured log costs a tenth of a second to import, and most audits never need it)."""
+    _TARGET["file"] = log_file
+    _TARGET.pop("routed", None)
+
+
+def route_before_github() -> None:
+    if "routed" not in _TARGET:
+        route_library_logs(_TARGET.get("file"))
+        _TARGET["routed"] = None
+
+
 def route_library_logs(log_file: Path | None) -> None:
     handler: logging.Handler = logging.NullHandler()
     if log_file is not None:

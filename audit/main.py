@@ -86,8 +86,8 @@ def _dispatch(args: argparse.Namespace) -> int:
     command: str = args.command
     if command in ("begin", "add", "closeout", "snapshot"):
         # These read GitHub: PyGithub's and urllib3's own records go to our structured log.
-        from audit.logs import audit_log_file, route_library_logs
-        route_library_logs(audit_log_file(getattr(args, "run_dir", None)))
+        from audit.logs import audit_log_file, set_log_target
+        set_log_target(audit_log_file(getattr(args, "run_dir", None)))
     if command in ("begin", "add"):
         from audit.commands import begin
         return begin.main(args)

@@ -45,11 +45,39 @@ def read_push_log(path: Path) -> list[PushEntry]:
         return []
     except OSError as exc:
         raise InputError(path, f"cannot read push log: {exc.strerror or exc}") from None
+    raws = data.split(b"\n")
+    if raws and raws[-1] == b"":
+        raws.pop()  # the empty remainder after the final newline
+    fast = _parse_all(raws)
+    if fast is not None:
+        return fast
+    # Something is wrong somewhere: go line by line to say where.
+    return [_parse_line(path, number, raw) for number, raw in enumerate(raws, start=1)]
+
+
+def _parse_all(raws: list[bytes]) -> list[PushEntry] | None:
+    """Every line at once (one JSON parse for the whole log), or None when any line is not a
+    well-formed entry: 8,000 pushes must not cost 8,000 parser calls."""
+    if any(not raw.strip() for raw in raws):
+        return None
+    try:
+        objs = json.loads(b"[" + b",".join(raws) + b"]")
+    except (ValueError, RecursionError):
+        return None
+    if len(objs) != len(raws):
+        return None  # a line holding two values side by side
     entries: list[PushEntry] = []
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        if raw == b"" and number == data.count(b"\n") + 1:
-            break  # the empty remainder after the final newline
-        entries.append(_parse_line(path, number, raw))
+    for number, obj in enumerate(objs, start=1):
+        if not isinstance(obj, dict):
+            return None
+        values = [obj.get(key) for key in FIELDS]
+        strings = [v for v in values if isinstance(v, str) and v]
+        if len(strings) != len(FIELDS):
+            return None
+        repo, remote, ref, old, new, at, source = strings
+        if not (_SHA.match(old) and _SHA.match(new) and ref.startswith("refs/")):
+            return None
+        entries.append(PushEntry(repo, remote, ref, old, new, at, source, number))
     return entries
 
 

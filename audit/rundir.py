@@ -40,8 +40,49 @@ def run_lock(run_dir: Path) -> Iterator[None]:
 
 
 def dump_json(obj: object) -> str:
-    """The one JSON form of every file this tool writes: sorted keys, indent 2, trailing newline."""
-    return json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    """The one JSON form of every file this tool writes: sorted keys, indent 2, trailing newline.
+
+    Byte for byte `json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False)`, but an indent
+    sends json to its pure-Python encoder, which spent a tenth of a second on a snapshot of
+    8,000 tags; here every string goes through the C escaper and only the nesting is Python."""
+    out: list[str] = []
+    _dump(obj, "", out)
+    out.append("\n")
+    return "".join(out)
+
+
+def _dump(obj: object, indent: str, out: list[str]) -> None:
+    if isinstance(obj, str):
+        out.append(_string(obj))
+    elif isinstance(obj, dict):
+        if not obj:
+            out.append("{}")
+            return
+        inner = indent + "  "
+        out.append("{")
+        first = True
+        for key in sorted(obj):
+            out.append("\n" + inner if first else ",\n" + inner)
+            first = False
+            out.append(_string(key) if isinstance(key, str) else json.dumps(str(key)))
+            out.append(": ")
+            _dump(obj[key], inner, out)
+        out.append("\n" + indent + "}")
+    elif isinstance(obj, list | tuple):
+        if not obj:
+            out.append("[]")
+            return
+        inner = indent + "  "
+        out.append("[")
+        for i, item in enumerate(obj):
+            out.append(("\n" if i == 0 else ",\n") + inner)
+            _dump(item, inner, out)
+        out.append("\n" + indent + "]")
+    else:
+        out.append(json.dumps(obj))
+
+
+_string = json.encoder.encode_basestring
 
 
 def write_json(path: Path, obj: object) -> None:

@@ -22,6 +22,7 @@ from audit.github import (
     find_token,
     github_cap,
     github_hosts,
+    prepare,
     read_releases,
 )
 from audit.urls import github_remote, redact_text, redact_url
@@ -185,6 +186,7 @@ class GitHubReads:
     def clock(self) -> Deadline:
         if self.deadline is None:
             # Started at the first GitHub call, not at the start of the git work.
+            prepare()
             self.deadline = Deadline.after(github_cap(self.env))
         return self.deadline
 

@@ -419,3 +419,19 @@ def test_consecutive_passing_commits_are_one_finding_failing_ones_stay_alone(
     assert sorted(f["commit"] for f in singles) == sorted(bad)
     assert render_json(findings) == render_json(run.judge())  # byte-identical
     assert {f["commit"] for f in data["findings"] if f.get("count") == 2} == {tasks[1]}
+
+
+def test_fast_writers_match_json_dumps_byte_for_byte() -> None:
+    from audit.report import _finding_json
+    from audit.rundir import dump_json
+
+    odd = ["plain", "é ünïcödé", 'quote " and \\ backslash', "tab\tnew\nline\x00\x1f", "\u2028",
+           "emoji 😀", ""]
+    for text in odd:
+        finding = {"repo": text, "remote": "origin", "ref": text, "kind": "commit",
+                   "before": None, "after": "a" * 40, "commit": None, "verdict": "PUSH_LOGGED",
+                   "reason": text, "count": 3, "first": text, "last": "b"}
+        assert _finding_json(finding) == json.dumps(finding, sort_keys=True, ensure_ascii=False)
+        snap = {"z": [text, 1, None, True, 2.5, {}, []], "a": {text: {"k": [text]}}, "e": {}}
+        assert dump_json(snap) == json.dumps(snap, sort_keys=True, indent=2,
+                                             ensure_ascii=False) + "\n"

@@ -169,7 +169,7 @@ def test_library_log_lines_go_to_the_structured_log_not_stderr(tmp_path: Path) -
     run_dir = tmp_path / "run"
     done = run_cli("begin", str(clone), "--run-dir", str(run_dir), env=env_with(
         GITHUB_API_URL="http://127.0.0.1:9/api/v3", GITHUB_TOKEN="t",
-        LOOP_PI_GITHUB_TIMEOUT=str(CAP), GIT_CONFIG_GLOBAL=str(tmp_path / "gitconfig-global"),
+        LOOP_PI_GITHUB_TIMEOUT="30", GIT_CONFIG_GLOBAL=str(tmp_path / "gitconfig-global"),
         GIT_CONFIG_NOSYSTEM="1"))
     assert done.returncode == 1
     assert "Retrying" not in done.stderr and "urllib3" not in done.stderr
