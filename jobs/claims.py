@@ -102,6 +102,8 @@ def take(ledger: Ledger, claim: Claim, *, repo: str, ttl: float,
          now: datetime | None = None) -> Held | None:
     """Claim the verification; None when it is ours to run, else who holds it.
 
+    The caller holds the lock of the clone at `repo`.
+
     Raises SQLAlchemyError when the ledger cannot be reached: without a claim nothing runs.
     """
     moment = naive_utc(now or datetime.now(UTC))
@@ -122,9 +124,12 @@ def take(ledger: Ledger, claim: Claim, *, repo: str, ttl: float,
 
     def take_over(conn: sa.Connection) -> tuple[bool, sa.Row[Any] | None]:
         # Only one machine's UPDATE can match: the row is locked and the condition re-checked.
+        # An unfinished claim of this machine on this clone was left by a run that died: the
+        # caller holds the clone's lock, so no live run of ours can hold it.
+        abandoned = (claims.c.machine == claim.machine) & (claims.c.repo == repo)
         done = conn.execute(claims.update().where(
             claims.c.key == claim.key, claims.c.finished_at.is_(None),
-            claims.c.expires_at < moment).values(**values))
+            (claims.c.expires_at < moment) | abandoned).values(**values))
         if done.rowcount == 1:
             return True, None
         return False, conn.execute(sa.select(claims).where(claims.c.key == claim.key)).first()
@@ -138,7 +143,7 @@ def take(ledger: Ledger, claim: Claim, *, repo: str, ttl: float,
         if taken:
             log.warning("claim.taken_over", task=claim.task_id, label_date=claim.label_date,
                         machine=claim.machine, run_id=claim.run_id,
-                        reason="the previous holder's claim expired")
+                        reason="the previous holder's claim expired or its run died")
             return None
         if row is not None:
             held = Held(row.machine, row.claimed_at.replace(tzinfo=UTC),

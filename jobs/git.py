@@ -190,6 +190,29 @@ def verdict_commit(root: Path, path: str, subject: str, after_sha256: str,
     return None
 
 
+def _config_value(root: Path, key: str) -> str | None:
+    try:
+        return _run(root, "config", "--get", key).strip() or None
+    except GitError:  # exit 1: not set
+        return None
+
+
+def branch_remote_url(root: Path, branch: str) -> str | None:
+    """The URL of `branch`'s remote (insteadOf rewrites applied), else of `origin` when the
+    branch tracks nothing (pushed with `git push origin HEAD` only); None without either."""
+    remote = _config_value(root, f"branch.{branch}.remote")
+    if remote == ".":
+        return None
+    if remote is None:
+        if _config_value(root, "remote.origin.url") is None:
+            return None
+        remote = "origin"
+    try:
+        return _run(root, "ls-remote", "--get-url", remote).strip() or None
+    except GitError:
+        return None
+
+
 def version() -> str:
     return _run(Path.cwd(), "--version").strip()
 

@@ -349,24 +349,30 @@ class Ledger:
 
     def _upsert(self, attempt: Attempt, durable: bool) -> None:
         values = _row_values(attempt)
-        with self.engine.begin() as conn:
-            if durable and conn.dialect.name == "sqlite":
-                conn.exec_driver_sql("PRAGMA synchronous=FULL")
+        if attempt.id is not None:
+            where = attempts.c.id == attempt.id
+        else:
+            where = attempts.c.uid == attempt.uid
+        with self.engine.connect() as conn:
+            # The safety level can only change between transactions.
+            synced = durable and conn.dialect.name == "sqlite"
+            raw: Any = conn.connection.driver_connection
+            if synced:
+                # On the driver's connection: through SQLAlchemy it would begin a transaction.
+                raw.execute("PRAGMA synchronous=FULL")
             try:
-                if attempt.id is not None:
-                    where = attempts.c.id == attempt.id
-                else:
-                    where = attempts.c.uid == attempt.uid
-                done = conn.execute(attempts.update().where(where).values(**values))
-                if done.rowcount == 0:
-                    key = conn.execute(attempts.insert().values(**values)).inserted_primary_key
-                    assert key is not None
-                    attempt.id = int(key[0])
-                elif attempt.id is None:
-                    attempt.id = conn.execute(sa.select(attempts.c.id).where(where)).scalar_one()
+                with conn.begin():
+                    done = conn.execute(attempts.update().where(where).values(**values))
+                    if done.rowcount == 0:
+                        key = conn.execute(attempts.insert().values(**values))
+                        assert key.inserted_primary_key is not None
+                        attempt.id = int(key.inserted_primary_key[0])
+                    elif attempt.id is None:
+                        attempt.id = conn.execute(
+                            sa.select(attempts.c.id).where(where)).scalar_one()
             finally:
-                if durable and conn.dialect.name == "sqlite":
-                    conn.exec_driver_sql("PRAGMA synchronous=NORMAL")
+                if synced:
+                    raw.execute("PRAGMA synchronous=NORMAL")
 
     # The names callers have always used: both are `save` now.
     def record(self, attempt: Attempt, *, durable: bool = False) -> Attempt:

@@ -17,14 +17,18 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
 
-from jobs import backlog, eligibility, git, readiness, recovery, runner
+import structlog
+from sqlalchemy.exc import SQLAlchemyError
+
+from jobs import backlog, claims, eligibility, git, readiness, recovery, retention, runner
 from jobs.config import Config, RepoConfig
 from jobs.edit_plan import sha256
 from jobs.errors import EXIT_FAILED, EXIT_OK, EXIT_UNCHECKED, LoopError
 from jobs.fsutil import LockBusy, exclusive_lock
-from jobs.ledger import Attempt, Ledger
+from jobs.ledger import Attempt, Ledger, first_line
 from jobs.logs import get_logger
 from jobs.output import format_line, repo_name, repo_names
+from jobs.spool import SPOOL_DIR
 from jobs.verify_task import RepoContext, Ticker, storable, verify_task
 
 log = get_logger("loop-verify")
@@ -45,14 +49,18 @@ class RunSummary:
     interrupted: bool = False  # told to stop (SIGINT, SIGTERM, SIGHUP) at any point
     # How each repository is named in output: two may share a folder name.
     repo_names: dict[str, str] = field(default_factory=dict)
+    # Ledger writes kept in the local spool: recorded on a later run, so this one exits 3.
+    spooled: int = 0
 
     @property
     def exit_code(self) -> int:
         verdicts_seen = {r.verdict for r in self.results}
         if verdicts_seen & FAILING:
             return EXIT_FAILED
+        # A task another machine claimed is checked there: not unchecked here (docs/ledger.md).
+        unchecked = {r.verdict for r in self.results if r.claimed_by is None} & UNCHECKED
         # A verdict whose commit was refused never reached the task: that too is unchecked.
-        if (verdicts_seen & UNCHECKED or self.interrupted
+        if (unchecked or self.interrupted or self.spooled
                 or any(r.edit_state == "restored" for r in self.results)):
             return EXIT_UNCHECKED
         return EXIT_OK
@@ -85,7 +93,21 @@ def run_once(config: Config, *, today: date | None = None, stop: threading.Event
     """Verify every due task of every configured repository once."""
     summary = RunSummary(new_run_id(), today or today_in(config), dry_run,
                          repo_names=repo_names(str(r.path) for r in config.repos))
-    ledger = None if dry_run else Ledger(config.ledger)
+    with structlog.contextvars.bound_contextvars(run_id=summary.run_id):
+        _run_all(config, summary, stop, printer, ticker, just)
+    return summary
+
+
+def _run_all(config: Config, summary: RunSummary, stop: threading.Event | None,
+             printer: Printer | None, ticker: Ticker | None, just: str) -> None:
+    dry_run = summary.dry_run
+    ledger = None
+    if not dry_run:
+        ledger = Ledger(config.ledger, machine=config.machine,
+                        spool_dir=config.state_dir / SPOOL_DIR)
+        # Verdicts an earlier run could not write are written before anything new happens.
+        ledger.flush_spool()
+        retention.prune_outputs(config.state_dir, config.output_retention, datetime.now(UTC))
     # The run's claim on the recipes it starts: a later run may sweep them only if this one dies.
     scope = runner.Scope(None if dry_run else config.state_dir)
     try:
@@ -108,14 +130,14 @@ def run_once(config: Config, *, today: date | None = None, stop: threading.Event
                     worker.finish(worker.attempt("error", reason=unexpected(exc)))
     finally:
         if ledger is not None:
+            summary.spooled = ledger.spooled
             ledger.close()
     if stop is not None and stop.is_set():
         summary.interrupted = True
         log.warning("run.interrupted", run_id=summary.run_id, exit_code=summary.exit_code,
                     interrupted=sum(r.verdict == "interrupted" for r in summary.results))
     log.info("run.finished", run_id=summary.run_id, exit_code=summary.exit_code,
-             results=len(summary.results), dry_run=dry_run)
-    return summary
+             results=len(summary.results), dry_run=dry_run, spooled=summary.spooled)
 
 
 class _RepoRun:
@@ -131,6 +153,7 @@ class _RepoRun:
         self.ledger = ledger
         self.stop = stop
         self.printer = printer
+        self.identity: str | None = None
 
     # -- recording -----------------------------------------------------------------------------
 
@@ -235,11 +258,17 @@ class _RepoRun:
             if self.stopped():
                 self.interrupted(ordered[i:])
                 return
+            claim = self.take_claim(task)
+            if isinstance(claim, Attempt):
+                self.finish(claim)
+                continue
             try:
                 result = verify_task(self.ctx, task, config)
             except (OSError, git.GitError, LoopError):
+                self.settle(claim, None)
                 raise
             except Exception as exc:
+                self.settle(claim, None)
                 if self.failed_unexpectedly(task, exc):
                     continue
                 for rest in ordered[i + 1:]:
@@ -248,12 +277,60 @@ class _RepoRun:
                         "the work tree changed")))
                 return
             self.finish(result.attempt)
+            self.settle(claim, result.attempt)
             if not result.go_on:
                 if result.attempt.verdict == "drift":
                     for rest in ordered[i + 1:]:
                         self.finish(self.attempt("skipped", task=rest, reason=(
                             f"not run: {task.task.id}'s recipe left the work tree changed")))
                 return
+
+    # -- claims across machines ---------------------------------------------------------------
+
+    def claim_for(self, task_id: str | None, label_date: str | None,
+                  run_id: str) -> claims.Claim | None:
+        if task_id is None or label_date is None or self.ledger is None:
+            return None
+        if self.identity is None:
+            url = git.branch_remote_url(self.root, self.repo.branch)
+            self.identity = (claims.normalise_remote(url, self.root) if url
+                             else str(self.root))
+        return claims.Claim(claims.claim_key(self.identity, task_id, label_date),
+                            self.identity, task_id, label_date, run_id, self.ledger.machine)
+
+    def take_claim(self, task: eligibility.Classified) -> claims.Claim | Attempt | None:
+        """Our claim on the task, or the `skipped` attempt when it is not ours to run."""
+        label_date = task.label_date.isoformat() if task.label_date else None
+        claim = self.claim_for(task.task.id, label_date, self.summary.run_id)
+        if claim is None or self.ledger is None:
+            return None
+        ttl = (self.ctx.config.timeout_for(self.repo) + self.ctx.config.kill_grace
+               + claims.CLAIM_MARGIN)
+        if self.ledger.unreachable:
+            return self.attempt("skipped", task=task, reason=(
+                "not run: the ledger is unreachable, so it cannot be claimed"))
+        try:
+            held = claims.take(self.ledger, claim, repo=str(self.root), ttl=ttl)
+        except SQLAlchemyError as exc:
+            log.error("ledger.claim_failed", ledger=self.ledger.shown_url, task=task.task.id,
+                      error=first_line(exc))
+            self.ledger.unreachable = True
+            return self.attempt("skipped", task=task, reason=(
+                f"not run: cannot claim it in the ledger: {first_line(exc)}"))
+        if held is None:
+            return claim
+        skipped = self.attempt("skipped", task=task, reason=held.reason)
+        skipped.claimed_by = held.machine
+        return skipped
+
+    def settle(self, claim: claims.Claim | None, result: Attempt | None) -> None:
+        """A committed verdict finishes the claim; anything else lets any machine try again."""
+        if claim is None or self.ledger is None:
+            return
+        if result is not None and result.edit_state == "committed":
+            claims.finish(self.ledger, claim, result.verdict)
+        else:
+            claims.release(self.ledger, claim)
 
     def failed_unexpectedly(self, task: eligibility.Classified, exc: Exception) -> bool:
         """Record an unexpected fault while handling one task as that task's `error`; False when
@@ -337,6 +414,8 @@ class _RepoRun:
                     target.unlink()
                 p.edit_state = "abandoned"
                 self.ledger.update(p)
+                # Its claim is released: the task stays eligible, for any machine.
+                self.settle(self.claim_for(p.task_id, p.label_date, p.run_id), p)
                 log.info("verify.recovered", repo=str(self.root), task=p.task_id,
                          how="edit never written; task stays eligible")
                 continue
@@ -363,6 +442,7 @@ class _RepoRun:
             log.info("verify.recovered", repo=str(self.root), task=p.task_id, how=how,
                      commit=p.commit_sha)
             self.report_recovered(p)
+            self.settle(self.claim_for(p.task_id, p.label_date, p.run_id), p)
         return True
 
     def stray_temp_files(self, paths: list[str]) -> list[Path]:

@@ -195,7 +195,8 @@ def write_verdict(ctx: RepoContext, task: eligibility.Classified,
     result.after_sha256 = edit_plan.sha256(edit.after)
     result.edit_paths = edit.paths
     result.commit_message = edit.message
-    ctx.ledger.record(storable(result))
+    # The one write crash recovery depends on: synced before the task file is touched.
+    ctx.ledger.record(storable(result), durable=True)
     try:
         edit.target.parent.mkdir(parents=True, exist_ok=True)
         backlog.write_task(edit.target, edit.after)

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import glob
-import os
-import pwd
-import shutil
-import socket
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
 import yaml
+from pg_helpers import PgServer
 from verify_helpers import make_verify_repo
 
 from jobs.ledger import Attempt, Ledger, LedgerError
@@ -73,50 +67,14 @@ def test_unusable_ledger_is_a_clear_error(tmp_path: Path) -> None:
         Ledger("nosuchdialect://x")
 
 
-def _postgres_bin() -> Path | None:
-    for candidate in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True):
-        if (Path(candidate) / "initdb").exists():
-            return Path(candidate)
-    return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def postgres_url() -> Iterator[str]:
     """A PostgreSQL server of our own on a Unix socket, for this module only."""
-    bindir = _postgres_bin()
-    if bindir is None:
-        pytest.skip("PostgreSQL server binaries are not installed (/usr/lib/postgresql/*/bin)")
-    pytest.importorskip("psycopg")
-    base = Path(tempfile.mkdtemp(prefix="loop-jobs-pg-"))
-    os.chmod(base, 0o755)
-    prefix: list[str] = []
-    if os.geteuid() == 0:
-        # The server refuses to run as root: run it as the postgres user in its own folder.
-        try:
-            user = pwd.getpwnam("postgres")
-        except KeyError:
-            pytest.skip("running as root and there is no postgres user to run the server")
-        os.chown(base, user.pw_uid, user.pw_gid)
-        prefix = ["runuser", "-u", "postgres", "--"]
-    data, port = base / "data", _free_port()
+    server = PgServer()
     try:
-        subprocess.run([*prefix, str(bindir / "initdb"), "-D", str(data), "-A", "trust",
-                        "-U", "loop", "--no-sync"], check=True, capture_output=True)
-        subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l",
-                        str(base / "log"), "-o",
-                        f"-k {base} -p {port} -c listen_addresses='' -c fsync=off",
-                        "start"], check=True, capture_output=True, timeout=60)
-        yield f"postgresql+psycopg://loop@/postgres?host={base}&port={port}"
+        yield server.url()
     finally:
-        subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate",
-                        "stop"], capture_output=True, check=False)
-        shutil.rmtree(base, ignore_errors=True)
+        server.close()
 
 
 def test_postgresql_ledger(postgres_url: str) -> None:

@@ -1,0 +1,131 @@
+"""Machine identity, claims, the spool and the schema upgrade, on a real SQLite ledger."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from jobs import claims
+from jobs.ledger import Attempt, Ledger
+
+DAY = datetime(2026, 11, 30, 7, 30, tzinfo=UTC)
+
+
+def attempt(verdict: str = "pass", **kw: object) -> Attempt:
+    return Attempt(run_id="r1", started_at=DAY, repo="/src/app", verdict=verdict,  # type: ignore[arg-type]
+                   **kw)
+
+
+@pytest.mark.parametrize(("url", "expected"), [
+    ("git@github.com:Owner/app.git", "github.com/Owner/app"),
+    ("ssh://git@GitHub.com/Owner/app", "github.com/Owner/app"),
+    ("https://user:ghp_token@github.com/Owner/app.git/", "github.com/Owner/app"),
+    ("https://github.com:443/Owner/app", "github.com/Owner/app"),
+    ("https://git.example.com:8443/team//app.git", "git.example.com:8443/team/app"),
+    ("ssh://git@git.example.com:2222/team/app.git", "git.example.com:2222/team/app"),
+])
+def test_remote_urls_are_normalised_without_credentials(url: str, expected: str) -> None:
+    assert claims.normalise_remote(url, Path("/unused")) == expected
+
+
+def test_local_remotes_become_absolute_paths(tmp_path: Path) -> None:
+    bare = tmp_path / "remote.git"
+    bare.mkdir()
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    assert claims.normalise_remote(str(bare), clone) == str(tmp_path / "remote")
+    assert claims.normalise_remote("../remote.git", clone) == str(tmp_path / "remote")
+    assert claims.normalise_remote(f"file://{bare}", clone) == str(tmp_path / "remote")
+
+
+def test_rows_carry_the_machine_and_pending_recovery_sees_only_its_own(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    alpha, beta = Ledger(url, machine="alpha"), Ledger(url, machine="beta")
+    try:
+        mine = alpha.record(attempt("fail", edit_state="pending", edit_paths=["backlog/x.md"]))
+        beta.record(attempt("fail", edit_state="pending", edit_paths=["backlog/x.md"]))
+        assert mine.machine == "alpha" and mine.uid
+        assert [p.id for p in alpha.pending("/src/app")] == [mine.id]
+        assert [p.machine for p in beta.pending("/src/app")] == ["beta"]
+        assert [a.machine for a in alpha.history(machine="beta")] == ["beta"]
+        assert len(alpha.history()) == 2
+    finally:
+        alpha.close()
+        beta.close()
+
+
+def test_sqlite_ledger_is_in_wal_mode(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    Ledger(f"sqlite:///{path}").close()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_an_older_ledger_gains_the_new_columns_in_place(tmp_path: Path) -> None:
+    path = tmp_path / "ledger.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute("""CREATE TABLE attempts (id INTEGER PRIMARY KEY, run_id VARCHAR(64) NOT NULL,
+            started_at DATETIME NOT NULL, ended_at DATETIME, repo TEXT NOT NULL,
+            task_id VARCHAR(128), task_path TEXT, label_date VARCHAR(10), recipe VARCHAR(256),
+            verdict VARCHAR(16) NOT NULL, reason TEXT, exit_code INTEGER, duration FLOAT,
+            output_path TEXT, commit_sha VARCHAR(64), edit_state VARCHAR(16) NOT NULL,
+            before_sha256 VARCHAR(64), after_sha256 VARCHAR(64), edit_paths TEXT,
+            commit_message TEXT)""")
+        conn.execute("""INSERT INTO attempts (run_id, started_at, repo, verdict, edit_state,
+            edit_paths) VALUES ('old', '2026-11-01 07:30:00', '/src/app', 'fail', 'pending',
+            '["backlog/x.md"]')""")
+    ledger = Ledger(f"sqlite:///{path}", machine="alpha")
+    try:
+        # A local file's rows from before machines were recorded are this machine's own.
+        [old] = ledger.pending("/src/app")
+        assert old.machine is None and old.run_id == "old"
+        old.edit_state = "committed"
+        ledger.update(old)
+        assert ledger.pending("/src/app") == []
+        assert ledger.record(attempt()).machine == "alpha"
+    finally:
+        ledger.close()
+
+
+def claim(machine: str, run_id: str, task: str = "TASK-1") -> claims.Claim:
+    key = claims.claim_key("github.com/o/app", task, "2026-11-30")
+    return claims.Claim(key, "github.com/o/app", task, "2026-11-30", run_id, machine)
+
+
+def test_a_claim_is_taken_once_and_held_until_finished_released_or_expired(
+        tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    alpha, beta = Ledger(url, machine="alpha"), Ledger(url, machine="beta")
+    try:
+        assert claims.take(alpha, claim("alpha", "a1"), repo="/a/app", ttl=60, now=DAY) is None
+        held = claims.take(beta, claim("beta", "b1"), repo="/b/app", ttl=60,
+                           now=DAY + timedelta(seconds=30))
+        assert held is not None and held.machine == "alpha" and not held.finished
+        assert held.reason == "claimed by alpha at 2026-11-30T07:30:00Z"
+
+        # Released (the task was never judged): the other machine may run it.
+        claims.release(alpha, claim("alpha", "a1"))
+        assert claims.take(beta, claim("beta", "b1"), repo="/b/app", ttl=60,
+                           now=DAY + timedelta(seconds=40)) is None
+        # Finished (the verdict reached the task): nobody runs it again, however late.
+        claims.finish(beta, claim("beta", "b1"), "pass")
+        held = claims.take(alpha, claim("alpha", "a2"), repo="/a/app", ttl=60,
+                           now=DAY + timedelta(days=3))
+        assert held is not None and held.machine == "beta" and held.finished
+
+        # A holder that died: its claim expires after the ttl, then another takes it over.
+        assert claims.take(alpha, claim("alpha", "a3", "TASK-2"), repo="/a/app", ttl=60,
+                           now=DAY) is None
+        assert claims.take(beta, claim("beta", "b2", "TASK-2"), repo="/b/app", ttl=60,
+                           now=DAY + timedelta(seconds=59)) is not None
+        assert claims.take(beta, claim("beta", "b2", "TASK-2"), repo="/b/app", ttl=60,
+                           now=DAY + timedelta(seconds=61)) is None
+        # The same machine on the same clone (whose lock it holds) takes its dead run's claim.
+        assert claims.take(beta, claim("beta", "b3", "TASK-2"), repo="/b/app", ttl=60,
+                           now=DAY + timedelta(seconds=62)) is None
+    finally:
+        alpha.close()
+        beta.close()

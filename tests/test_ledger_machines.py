@@ -1,0 +1,281 @@
+"""Several machines on one real PostgreSQL ledger, and a ledger that survives its server.
+
+Two "machines" are two configurations with different `machine:` names, each with its own clone
+of one bare remote and its own state directory. The server is a throwaway one of this module,
+restarted, stopped and cut off by the tests themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+import yaml
+from pg_helpers import PgServer, free_port
+from verify_helpers import VerifyRepo, git, kill_marked, make_verify_repo, start_verify, wait_for
+
+from jobs import claims
+from jobs.ledger import Attempt, Ledger, LedgerError
+from jobs.spool import SPOOL_DIR, Spool
+
+TODAY = ("--today", "2026-11-30")
+VERDICT_COMMIT = re.compile(r"loop-verify: (TASK-\d+) (passed|failed) \(just verify-\w+\)")
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[PgServer]:
+    pg = PgServer()
+    try:
+        yield pg
+    finally:
+        pg.close()
+
+
+@pytest.fixture
+def ledger_url(server: PgServer) -> str:
+    """A database of its own for each test, on the module's server."""
+    name = f"t_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(host=str(server.base), port=server.port, user="loop",
+                         dbname="postgres", autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    return server.url().replace("/postgres?", f"/{name}?")
+
+
+def configure(repo: VerifyRepo, **keys: Any) -> None:
+    data = yaml.safe_load(repo.config_path.read_text())
+    data.update(keys)
+    repo.config_path.write_text(yaml.safe_dump(data))
+
+
+def second_clone(first: VerifyRepo, base: Path, machine: str) -> VerifyRepo:
+    """Another machine: a clone of the same bare remote, its own state and configuration."""
+    base.mkdir()
+    root = base / "app"
+    subprocess.run(["git", "clone", "-q", str(first.bare), str(root)], check=True)
+    data = yaml.safe_load(first.config_path.read_text())
+    data.update(repos=[{"path": str(root)}], state_dir=str(base / "state"), machine=machine)
+    config_path = base / "config.yaml"
+    config_path.write_text(yaml.safe_dump(data))
+    return VerifyRepo(root, first.bare, base / "state", config_path)
+
+
+def verdict_commits(repo: VerifyRepo) -> list[str]:
+    return [m.group(1) for s in repo.subjects() if (m := VERDICT_COMMIT.fullmatch(s))]
+
+
+def rows(url: str) -> list[Attempt]:
+    ledger = Ledger(url)
+    try:
+        return ledger.history()
+    finally:
+        ledger.close()
+
+
+def log_lines(repo: VerifyRepo) -> list[dict[str, Any]]:
+    path = repo.state_dir / "loop-jobs.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_two_machines_verify_each_due_task_exactly_once(tmp_path: Path, ledger_url: str) -> None:
+    alpha = make_verify_repo(tmp_path / "alpha", tasks=range(1, 21), timeout="60s",
+                             extra_config={"machine": "alpha", "ledger": ledger_url})
+    beta = second_clone(alpha, tmp_path / "beta", "beta")
+    mark = uuid.uuid4().hex
+    procs = [start_verify(r, "run", *TODAY, mark=mark, out=tmp_path / name)
+             for r, name in ((alpha, "alpha"), (beta, "beta"))]
+    try:
+        codes = [p.wait(timeout=240) for p in procs]
+    finally:
+        kill_marked(mark)
+    errors = [(tmp_path / f"{n}.stderr").read_text() for n in ("alpha", "beta")]
+    # A task the other machine claimed is not "could not be checked": both exit 0.
+    assert codes == [0, 0], errors
+
+    tasks = {f"TASK-{n}" for n in range(1, 21)}
+    committed = verdict_commits(alpha) + verdict_commits(beta)
+    assert sorted(committed) == sorted(tasks)  # one verdict commit per task across both clones
+
+    attempts = rows(ledger_url)
+    passed = [a for a in attempts if a.verdict == "pass"]
+    assert sorted(a.task_id or "" for a in passed) == sorted(tasks)
+    for a in passed:
+        assert a.edit_state == "committed"
+        clone = alpha if a.machine == "alpha" else beta
+        assert a.repo == str(clone.root) and a.task_id in verdict_commits(clone)
+        assert a.output_path is not None and a.output_path.startswith(str(clone.state_dir))
+    skipped = [a for a in attempts if a.verdict == "skipped"]
+    assert len(skipped) == 20
+    for a in skipped:
+        assert a.claimed_by is not None and a.claimed_by != a.machine
+        assert a.reason is not None and a.reason.startswith(f"claimed by {a.claimed_by} at ")
+
+    # history shows the machine and filters by it.
+    shown = alpha.run("history")
+    assert re.search(r"Z  (alpha|beta)  pass ", shown.stdout), shown.stdout
+    rc, data = alpha.run_json("history", "--machine", "beta")
+    assert rc == 0 and {a["machine"] for a in data["attempts"]} <= {"beta"}
+    assert len(data["attempts"]) == len([a for a in attempts if a.machine == "beta"])
+
+    for repo, name in ((alpha, "alpha"), (beta, "beta")):
+        lines = log_lines(repo)
+        assert lines and all(line["machine"] == name and line["run_id"] for line in lines)
+
+
+def test_a_dead_machines_claim_expires_and_another_runs_the_task(tmp_path: Path,
+                                                                ledger_url: str) -> None:
+    alpha = make_verify_repo(tmp_path / "alpha", tasks=[1], timeout="1s",
+                             extra_config={"machine": "alpha", "ledger": ledger_url,
+                                           "kill_grace": "1s"})
+    beta = second_clone(alpha, tmp_path / "beta", "beta")
+    ledger = Ledger(ledger_url, machine="ghost")
+    try:
+        identity = claims.normalise_remote(str(alpha.bare), alpha.root)
+        key = claims.claim_key(identity, "TASK-1", "2026-11-01")
+        ghost = claims.Claim(key, identity, "TASK-1", "2026-11-01", "dead-run", "ghost")
+        # A claim taken long ago by a machine that died: its timeout plus grace has passed.
+        from datetime import UTC, datetime, timedelta
+        assert claims.take(ledger, ghost, repo="/ghost/app", ttl=62,
+                           now=datetime.now(UTC) - timedelta(hours=1)) is None
+        # One that is still live holds the task off.
+        live = claims.Claim(claims.claim_key(identity, "TASK-1", "2099-01-01"), identity,
+                            "TASK-1", "2099-01-01", "live-run", "ghost")
+        assert claims.take(ledger, live, repo="/ghost/app", ttl=3600) is None
+    finally:
+        ledger.close()
+    done = beta.run("run", *TODAY)
+    assert done.returncode == 0, done.stderr
+    assert verdict_commits(beta) == ["TASK-1"]
+    [row] = [a for a in rows(ledger_url) if a.verdict == "pass"]
+    assert row.machine == "beta"
+
+
+def waiting_justfile(tmp_path: Path) -> tuple[str, Path, Path]:
+    started, go = tmp_path / "recipe-started", tmp_path / "go"
+    text = (f"verify-wait:\n    touch '{started}'\n"
+            f"    while [ ! -e '{go}' ]; do sleep 0.05; done\n")
+    return text, started, go
+
+
+def one_waiting_task(tmp_path: Path, url: str) -> tuple[VerifyRepo, Path, Path]:
+    text, started, go = waiting_justfile(tmp_path)
+    repo = make_verify_repo(tmp_path / "m", justfile=text, timeout="120s",
+                            extra_config={"machine": "alpha", "ledger": url})
+    repo.add_task(1, notes="verify-cmd: just verify-wait")
+    repo.commit_all("task")
+    return repo, started, go
+
+
+def run_with_outage(repo: VerifyRepo, started: Path, go: Path, tmp_path: Path,
+                    outage: Any) -> tuple[int, str, str]:
+    mark = uuid.uuid4().hex
+    proc = start_verify(repo, "run", *TODAY, mark=mark, out=tmp_path / "run")
+    try:
+        wait_for(started, proc, timeout=60)
+        outage()
+        go.touch()
+        code = proc.wait(timeout=120)
+    finally:
+        kill_marked(mark)
+    return (code, (tmp_path / "run.stdout").read_text(),
+            (tmp_path / "run.stderr").read_text())
+
+
+def test_server_restarted_while_the_recipe_runs(tmp_path: Path, server: PgServer,
+                                                ledger_url: str) -> None:
+    repo, started, go = one_waiting_task(tmp_path, ledger_url)
+    code, out, err = run_with_outage(repo, started, go, tmp_path, server.restart)
+    assert code == 0, err
+    assert out.startswith("pass ")
+    [row] = rows(ledger_url)
+    assert row.verdict == "pass" and row.edit_state == "committed"
+    assert row.commit_sha == repo.head()
+    assert Spool(repo.state_dir / SPOOL_DIR).count() == 0
+
+
+def test_idle_session_timeout_cutting_the_connection(tmp_path: Path, server: PgServer,
+                                                     ledger_url: str) -> None:
+    app = f"lv{uuid.uuid4().hex[:8]}"
+    url = f"{ledger_url}&application_name={app}&options=-c%20idle_session_timeout%3D300"
+    repo, started, go = one_waiting_task(tmp_path, url)
+
+    def sessions_cut() -> None:
+        # Wait until the server has ended every idle session of the run (300 ms idle each).
+        with psycopg.connect(host=str(server.base), port=server.port, user="loop",
+                             dbname="postgres", autocommit=True) as conn:
+            deadline = time.monotonic() + 60
+            while conn.execute("SELECT count(*) FROM pg_stat_activity "
+                               "WHERE application_name = %s", (app,)).fetchone() != (0,):
+                assert time.monotonic() < deadline, "the idle sessions were never cut"
+                time.sleep(0.05)
+
+    code, out, err = run_with_outage(repo, started, go, tmp_path, sessions_cut)
+    assert code == 0, err
+    [row] = rows(ledger_url)
+    assert row.verdict == "pass" and row.edit_state == "committed"
+    assert row.commit_sha == repo.head()
+
+
+def test_server_down_at_the_verdict_spools_it_and_a_later_run_writes_it(
+        tmp_path: Path, server: PgServer, ledger_url: str) -> None:
+    repo, started, go = one_waiting_task(tmp_path, ledger_url)
+    try:
+        code, out, err = run_with_outage(repo, started, go, tmp_path, server.stop)
+        spooled = Spool(repo.state_dir / SPOOL_DIR).count()
+    finally:
+        server.start()
+    # Nothing failed, but the verdict is not in the ledger yet: exit 3.
+    assert code == 3, err
+    assert out.startswith("pass ")
+    assert spooled >= 2
+    # The verdict still reached the task and its commit.
+    assert verdict_commits(repo) == ["TASK-1"]
+    events = {line["event"] for line in log_lines(repo)}
+    assert {"ledger.write_failed", "ledger.spooled"} <= events
+    assert [a.edit_state for a in rows(ledger_url)] == []
+
+    again = repo.run("run", *TODAY)
+    assert again.returncode == 0, again.stderr
+    assert Spool(repo.state_dir / SPOOL_DIR).count() == 0
+    [row] = rows(ledger_url)
+    assert row.verdict == "pass" and row.edit_state == "committed"
+    assert row.commit_sha == repo.head() and row.machine == "alpha"
+    assert "ledger.spool_flushed" in {line["event"] for line in log_lines(repo)}
+
+
+@pytest.fixture
+def blackhole() -> Iterator[int]:
+    """A loopback port that takes connections but never answers (a server that hangs)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        yield int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("kind", ["closed port", "never answers"])
+def test_an_unreachable_ledger_is_given_up_within_10_seconds(
+        tmp_path: Path, kind: str, request: pytest.FixtureRequest) -> None:
+    port = free_port() if kind == "closed port" else request.getfixturevalue("blackhole")
+    url = f"postgresql+psycopg://loop@127.0.0.1:{port}/postgres"
+    begun = time.monotonic()
+    with pytest.raises(LedgerError, match="cannot open the ledger"):
+        Ledger(url)
+    assert time.monotonic() - begun < 10
+
+    repo = make_verify_repo(tmp_path, tasks=[1], extra_config={"ledger": url})
+    for verb in ("history", "run"):
+        proc = repo.run(verb, *(TODAY if verb == "run" else ()), timeout=60)
+        assert proc.returncode == 3, proc.stderr
+        assert "cannot open the ledger" in proc.stderr and "Traceback" not in proc.stderr
+    assert "ledger.open_failed" in {line["event"] for line in log_lines(repo)}
+    # Nothing ran without a ledger to claim the task in.
+    assert verdict_commits(repo) == []
+    assert git(repo.root, "status", "--porcelain") == ""
