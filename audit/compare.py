@@ -190,10 +190,31 @@ class RepoJudge(ReleaseJudge):
                     FOREIGN, "pull-request ref: the forge writes it, not a push")
             else:
                 verdict_of[change.ref] = self._judge_chain(name, change, index)
+        if branch is None:
+            self._judge_unchanged_branch(name, b, a, entries)
         self._judge_symrefs(name, b, a)
         for change in heads:
             self._judge_head(name, b, a, change, verdict_of)
         return tags
+
+    def _judge_unchanged_branch(self, name: str, b: Mapping[str, Any], a: Mapping[str, Any],
+                                entries: Sequence[PushEntry]) -> None:
+        """A default branch that ends where it began can still have been rewritten in between
+        (pushed away and back): its logged pushes are checked like a moved branch's."""
+        ref = default_branch(b, a)
+        value = b.get("refs", {}).get(ref)
+        hist = self.history.branches.get((self.repo, name, ref))
+        if value is None or value != a.get("refs", {}).get(ref) or hist is None:
+            return
+        if hist.problem is not None:
+            self._add(name, ref, "branch-unchanged", value, value, UNVERIFIED,
+                      f"back where it started, but its logged pushes could not be checked: "
+                      f"{hist.problem}")
+            return
+        verdict, note = self._midrun(ref, hist, entries)
+        if verdict is not None:
+            self._add(name, ref, "branch-unchanged", value, value, verdict,
+                      "back where it started" + note)
 
     def _judge_chain(self, remote: str, change: Change, entries: EntryIndex) -> Finding:
         mine = entries.of_ref(change.ref)

@@ -25,7 +25,7 @@ from audit.git import (
 )
 from audit.model import BranchHistory, Change, Commit, History
 from audit.pushlog import ZERO, PushEntry, same_repo
-from audit.rules import covering, entry_ancestry, judged_branch
+from audit.rules import covering, default_branch, entry_ancestry, judged_branch
 from audit.snapshot import read_remote_config
 from audit.urls import redact_text
 
@@ -79,11 +79,10 @@ def gather_history(before: Mapping[str, Any], after: Mapping[str, Any],
             b_part, a_part = b["remotes"][name], a["remotes"][name]
             if not (b_part.get("available") and a_part.get("available")):
                 continue
-            change = judged_branch(b_part, a_part)
+            mine = covering(by_repo[repo], name, a_part, {**b["remotes"], **a["remotes"]})
+            change = judged_branch(b_part, a_part) or _unchanged_but_pushed(b_part, a_part, mine)
             if change is not None:
-                work.append(_Work(name, change, b_part, a_part,
-                                  covering(by_repo[repo], name, a_part,
-                                           {**b["remotes"], **a["remotes"]})))
+                work.append(_Work(name, change, b_part, a_part, mine))
         if not work:
             continue
         try:
@@ -94,6 +93,20 @@ def gather_history(before: Mapping[str, Any], after: Mapping[str, Any],
         for w in work:
             branches[(repo, w.remote, w.change.ref)] = results[w.remote]
     return History(entries=by_repo, branches=branches, unmatched=unmatched)
+
+
+def _unchanged_but_pushed(b_part: Mapping[str, Any], a_part: Mapping[str, Any],
+                          entries: Sequence[PushEntry]) -> Change | None:
+    """A default branch back where it started, with logged pushes in between: its history is
+    read all the same, so that a rewrite in the middle of the run (pushed away, then back) is
+    seen."""
+    ref = default_branch(b_part, a_part)
+    old, new = b_part.get("refs", {}).get(ref), a_part.get("refs", {}).get(ref)
+    if old is None or old != new:
+        return None
+    if not any(e.ref == ref and e.old != ZERO for e in entries):
+        return None
+    return Change(ref, old, new)
 
 
 def _read_repo(repo: str, work: Sequence[_Work], fetch: bool) -> dict[str, BranchHistory]:

@@ -435,3 +435,16 @@ def test_fast_writers_match_json_dumps_byte_for_byte() -> None:
         snap = {"z": [text, 1, None, True, 2.5, {}, []], "a": {text: {"k": [text]}}, "e": {}}
         assert dump_json(snap) == json.dumps(snap, sort_keys=True, indent=2,
                                              ensure_ascii=False) + "\n"
+
+
+def test_a_rewrite_pushed_away_and_back_fails_though_the_branch_ends_where_it_began(
+        tmp_path: Path) -> None:
+    run = Run(tmp_path)
+    base = rev(run.clone, "HEAD")
+    commit(run.clone, "src/theirs.py", "x\n", "another session's work")
+    run.push()
+    git(run.clone, "reset", "-q", "--hard", base)
+    run.push(force=True)  # logged: back to the start, the other commit gone from main
+    findings = run.judge()
+    assert verdicts(findings) == {("refs/heads/main", "branch-unchanged"): NON_FAST_FORWARD}
+    assert exit_code(findings) == 1

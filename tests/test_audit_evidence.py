@@ -14,7 +14,7 @@ from audit.charter import Grant, charter_sha256, grants_release_please, load_cha
 from audit.main import main as audit_main
 from audit.pushlog import ZERO, append_push, read_push_log, same_repo
 from audit.rundir import BEFORE, PUSH_LOG, resolve_run_dir, write_json
-from audit.snapshot import load_snapshot
+from audit.snapshot_file import load_snapshot
 from jobs.errors import InputError, UsageError
 
 SHA_A = "a" * 40

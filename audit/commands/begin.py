@@ -19,12 +19,12 @@ from audit.rundir import (
     write_json,
 )
 from audit.snapshot import (
-    load_snapshot,
     require_repository,
     snapshot_complete,
     summarize,
     take_snapshot,
 )
+from audit.snapshot_file import load_snapshot
 from jobs.errors import EXIT_FAILED, EXIT_OK, UsageError
 
 

@@ -41,7 +41,8 @@ from audit.rundir import (
     run_lock,
     write_json,
 )
-from audit.snapshot import load_snapshot, take_snapshot
+from audit.snapshot import take_snapshot
+from audit.snapshot_file import load_snapshot
 from jobs.errors import InputError, UsageError
 from jobs.fsutil import atomic_write
 

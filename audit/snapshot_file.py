@@ -1,0 +1,114 @@
+"""Reading a snapshot file back: anything malformed is an InputError (exit 2), never a crash
+and never a silently thinner snapshot."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from jobs.errors import InputError
+
+
+def load_snapshot(path: Path) -> dict[str, Any]:
+    """Read and check a snapshot file; anything malformed is an InputError (exit 2)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(path, "no such snapshot file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(path, f"cannot read snapshot: {exc}") from None
+    try:
+        snap = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(path, f"malformed snapshot JSON: {exc.msg} (column {exc.colno})",
+                         line=exc.lineno) from None
+    except RecursionError:
+        raise InputError(path, "malformed snapshot JSON: nested too deeply") from None
+    problem = _check_snapshot(snap)
+    if problem is not None:
+        raise InputError(path, f"not a loop-pi-audit snapshot: {problem}")
+    return dict(snap)
+
+
+def _check_snapshot(snap: Any) -> str | None:
+    if not isinstance(snap, dict):
+        return "top level is not a JSON object"
+    if not isinstance(snap.get("taken_at"), str):
+        return "`taken_at` missing or not a string"
+    if "charter_sha256" not in snap or not isinstance(snap["charter_sha256"], str | None):
+        return "`charter_sha256` missing or not a string/null"
+    repos = snap.get("repos")
+    if not isinstance(repos, dict):
+        return "`repos` missing or not an object"
+    for repo, entry in repos.items():
+        where = f"repos[{repo!r}]"
+        problem = _check_repo(where, entry)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _check_repo(where: str, entry: Any) -> str | None:
+    if not isinstance(entry, dict):
+        return f"{where} is not an object"
+    if "available" in entry and (entry["available"] is not False
+                                 or not isinstance(entry.get("reason"), str)):
+        return f"{where}: `available` may only be false, with a `reason`"
+    remotes = entry.get("remotes")
+    if not isinstance(remotes, dict):
+        return f"{where}.remotes missing or not an object"
+    for name, part in remotes.items():
+        problem = _check_part(f"{where}.remotes[{name!r}]", part, {"refs": dict, "symrefs": dict})
+        if problem is not None:
+            return problem
+        if not isinstance(part.get("url"), str | None) or not _strings(part.get("pushurls", [])) \
+                or not _strings(part.get("rewritten_to", [])):
+            return (f"{where}.remotes[{name!r}]: `url` must be a string (or null), "
+                    "`pushurls` and `rewritten_to` lists of strings")
+        if part["available"]:
+            for label in ("refs", "symrefs"):
+                if not all(isinstance(k, str) and isinstance(v, str)
+                           for k, v in part[label].items()):
+                    return f"{where}.remotes[{name!r}].{label} must map strings to strings"
+    for label, kind in (("tags", dict), ("releases", list)):
+        part = entry.get(label)
+        problem = _check_part(f"{where}.{label}", part, {label: kind})
+        if problem is not None:
+            return problem
+    tags = entry["tags"]
+    if tags["available"] and not all(isinstance(k, str) and isinstance(v, str)
+                                     for k, v in tags["tags"].items()):
+        return f"{where}.tags.tags must map strings to strings"
+    releases = entry["releases"]
+    if not isinstance(releases.get("github_repo"), str | None) \
+            or not _strings(releases.get("github_repos", [])):
+        return (f"{where}.releases: `github_repo` must be a string (or null) and "
+                "`github_repos` a list of strings")
+    if releases["available"]:
+        for i, rel in enumerate(releases["releases"]):
+            if not isinstance(rel, dict) or not isinstance(rel.get("tag_name"), str) \
+                    or not isinstance(rel.get("draft"), bool) \
+                    or not isinstance(rel.get("prerelease"), bool) \
+                    or not isinstance(rel.get("author"), str | None):
+                return (f"{where}.releases.releases[{i}] needs tag_name (string), draft and "
+                        "prerelease (booleans) and author (string or null)")
+    return None
+
+
+def _strings(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _check_part(where: str, part: Any, fields: Mapping[str, type]) -> str | None:
+    if not isinstance(part, dict) or not isinstance(part.get("available"), bool):
+        return f"{where} is not an object with a boolean `available`"
+    if not part["available"]:
+        if not isinstance(part.get("reason"), str):
+            return f"{where} is unavailable without a `reason`"
+        return None
+    for name, kind in fields.items():
+        if not isinstance(part.get(name), kind):
+            return f"{where}.{name} missing or not a{'n object' if kind is dict else ' list'}"
+    return None
