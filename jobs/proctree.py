@@ -78,6 +78,13 @@ def _ids(pid: int) -> tuple[int, int]:
         return -1, -1
 
 
+def _parent(p: psutil.Process) -> int | None:
+    try:
+        return p.ppid()
+    except psutil.Error:
+        return None
+
+
 def _is_zombie(p: psutil.Process) -> bool:
     try:
         return p.status() == psutil.STATUS_ZOMBIE
@@ -149,7 +156,10 @@ class Tracker:
         with _active_lock:
             others = {pid: tok for pid, tok in _active.items() if pid != self.leader_pid}
         found: dict[int, psutil.Process] = {}
-        for p in psutil.process_iter(["ppid", "create_time"]):
+        # Only the creation time for every process (psutil keeps it with the Process object, so
+        # a repeated scan reads nothing for a process it saw before); the rest only for processes
+        # younger than the recipe, which on a quiet machine are few.
+        for p in psutil.process_iter(["create_time"]):
             pid, created = p.pid, p.info["create_time"]
             if pid in (self.me, self.leader_pid) or pid in others:
                 continue
@@ -166,7 +176,7 @@ class Tracker:
                 found[pid] = p
             elif token is not None and token in others.values():
                 continue
-            elif USE_SUBREAPER and p.info["ppid"] == self.me and sid != self.my_sid:
+            elif USE_SUBREAPER and sid != self.my_sid and _parent(p) == self.me:
                 # An orphan handed to us as subreaper: nothing else we did not start ourselves
                 # can be our child outside our own session.
                 found[pid] = p
@@ -192,12 +202,14 @@ class Tracker:
 
     def sweep(self) -> int:
         """Kill every remaining process of the run and reap the zombies handed to us."""
+        members = self.members()
+        if not members:
+            return 0  # the usual case after a normal exit: one look, nothing to do
         # Whatever is still alive now was left behind (or escaped the group kill): count it.
-        killed = {p.pid for p in self.live()}
+        killed = {p.pid for p in members if not _is_zombie(p)}
         self.kill_group()
         end = time.monotonic() + _SWEEP_BUDGET
         while True:
-            members = self.members()
             alive = {p.pid for p in members if not _is_zombie(p)}
             pending = False
             for p in members:
@@ -217,6 +229,7 @@ class Tracker:
             if not pending or time.monotonic() >= end:
                 return len(killed)
             time.sleep(0.01)
+            members = self.members()
 
 
 # --- the run's claim in the state directory --------------------------------------------------
