@@ -2,15 +2,17 @@
 
 1. A repository with N due tasks (default 200) whose recipe does nothing. The baseline is the
    recipe alone: N runs of `just --justfile J --working-directory R verify-noop`, timed in the
-   same process just before. Then one `loop-verify run` over the N tasks, timed as a whole
-   process (start-up included). Per-task overhead = (run - baseline) / N. Goal: <= 30 ms.
+   same process just before. Then one `loop-verify run` over the N tasks — the installed
+   command a user runs — timed as a whole process (start-up included). Per-task overhead =
+   (run - baseline) / N. Goal: <= 15 ms.
 2. A daily run over 50 clean repositories, each with 20 tasks of which none is due, as a whole
    process. Goal: under 1 s in all.
 
 Each figure is measured --rounds times (default 3) and the best round counts: the machine's other
-load only ever adds time. The exit status is 0 when both goals are met, else 1.
+load only ever adds time. It prints each figure and its ratio to the baseline; with --check the
+exit status is 1 when a goal is missed.
 
-Run:  .venv/bin/python bench/verify_overhead.py [--tasks N] [--repos M] [--keep DIR]
+Run:  .venv/bin/python bench/verify_overhead.py [--check] [--tasks N] [--repos M] [--keep DIR]
 Everything is built in a temporary folder (real git repositories with bare remotes, the real
 `just` first on PATH from the virtualenv) and removed afterwards unless --keep is given.
 """
@@ -23,6 +25,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
@@ -30,7 +33,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
-GOAL_PER_TASK_MS = 30.0
+GOAL_PER_TASK_MS = 15.0
 GOAL_QUIET_S = 1.0
 
 TASK = """---
@@ -92,8 +95,9 @@ def write_config(path: Path, repos: list[Path], state: Path) -> Path:
 
 def loop_verify(config: Path,
                 env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:
-    argv = [sys.executable, "-m", "jobs.main", "run", "--config", str(config),
-            "--today", "2026-11-30"]
+    # The console script pip installed: what the LaunchAgent, the timer and a user run.
+    argv = [str(Path(sysconfig.get_path("scripts")) / "loop-verify"), "run",
+            "--config", str(config), "--today", "2026-11-30"]
     start = time.perf_counter()
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
     return time.perf_counter() - start, proc
@@ -142,8 +146,10 @@ def bench_due(base: Path, tasks: int, env: dict[str, str], rounds: int) -> float
         print(f"  {label:<24} {v:7.2f} s = {v / tasks * 1000:6.1f} ms/task  "
               f"(rounds: {', '.join(f'{x:.2f}' for x in values)} s)")
     verdict = "ok" if best <= GOAL_PER_TASK_MS else "OVER GOAL"
+    ratio = min(totals) / min(baselines)
     print(f"  overhead beyond the recipe: {best:.1f} ms/task, median "
           f"{statistics.median(overheads):.1f} (goal <= {GOAL_PER_TASK_MS:.0f} ms): {verdict}")
+    print(f"  ratio loop-verify run / recipe alone: {ratio:.2f}x")
     return best
 
 
@@ -153,8 +159,11 @@ def bench_quiet(base: Path, repos: int, tasks: int, env: dict[str, str],
     for root in roots:
         git(root, "status", "--porcelain")
     config = write_config(base / "quiet.yaml", roots, base / "state-quiet")
-    times = []
+    times, floors = [], []
     for _ in range(rounds):
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
+        floors.append(time.perf_counter() - start)
         total, proc = loop_verify(config, env)
         if proc.returncode != 0:
             sys.exit(f"loop-verify run failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
@@ -164,6 +173,8 @@ def bench_quiet(base: Path, repos: int, tasks: int, env: dict[str, str],
     print(f"daily run, {repos} clean repositories x {tasks} tasks, nothing due")
     print(f"  loop-verify run: best {best:.2f} s, median {median:.2f} s of {rounds} "
           f"(goal < {GOAL_QUIET_S:.0f} s): {verdict}")
+    print(f"  ratio to an empty interpreter (`python -c pass`, {min(floors) * 1000:.0f} ms): "
+          f"{best / min(floors):.1f}x")
     return best
 
 
@@ -174,6 +185,8 @@ def main() -> int:
     parser.add_argument("--quiet-tasks", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=3, help="repetitions; the best counts")
     parser.add_argument("--keep", type=Path, help="build here and keep it")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 when a goal is missed (else only report)")
     args = parser.parse_args()
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(ROOT / ".venv" / "bin"), env.get("PATH", "")])
@@ -193,7 +206,9 @@ def main() -> int:
         with tempfile.TemporaryDirectory(prefix="verify-bench-") as tmp:
             overhead = bench_due(Path(tmp), args.tasks, env, args.rounds)
             quiet = bench_quiet(Path(tmp), args.repos, args.quiet_tasks, env, args.rounds)
-    return 0 if overhead <= GOAL_PER_TASK_MS and quiet < GOAL_QUIET_S else 1
+    met = overhead <= GOAL_PER_TASK_MS and quiet < GOAL_QUIET_S
+    print("all goals met" if met else "a goal was missed")
+    return 0 if met or not args.check else 1
 
 
 if __name__ == "__main__":
