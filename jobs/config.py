@@ -34,6 +34,8 @@ TOP_KEYS = {"repos", "timeout", "kill_grace", "timezone", "schedule", "state_dir
             "ledger", "machine", "output_retention"}
 REPO_KEYS = {"path", "branch", "timeout"}
 
+# The databases the ledger is built and tested on (SQLAlchemy dialect names).
+LEDGER_DIALECTS = ("sqlite", "postgresql")
 
 @dataclass(frozen=True)
 class RepoConfig:
@@ -287,6 +289,10 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
         ledger = text("ledger", data["ledger"])
         if "://" not in ledger:
             raise fail("ledger", ledger, "expected an SQLAlchemy URL such as sqlite:///path")
+        dialect = ledger.split("://", 1)[0].split("+", 1)[0].lower()
+        if dialect not in LEDGER_DIALECTS:
+            raise fail("ledger", ledger, "the ledger's database must be sqlite or postgresql "
+                       "(e.g. sqlite:///path or postgresql+psycopg://user@host/db)")
         sqlite_path = ledger.removeprefix("sqlite:///") if ledger.startswith("sqlite:///") else ""
         if sqlite_path and not sqlite_path.startswith(("/", ":memory:")):
             # Like every other path in the file: relative to the config file, not the cwd.

@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
 from jobs.config import default_machine
-from jobs.errors import LoopError
+from jobs.errors import EXIT_USAGE, LoopError
 from jobs.logs import get_logger
 from jobs.spool import Spool
 
@@ -210,7 +210,13 @@ def _engine(url: str) -> sa.Engine:
                 connect_args[key] = value
     # pre_ping: a pooled connection the server closed while a recipe ran (a restart,
     # idle_session_timeout) is replaced at checkout instead of failing the write.
-    engine = sa.create_engine(url, connect_args=connect_args, pool_pre_ping=True)
+    try:
+        engine = sa.create_engine(url, connect_args=connect_args, pool_pre_ping=True)
+    except (ImportError, sa.exc.NoSuchModuleError) as exc:
+        # The URL names a driver this installation lacks: the user's to fix, not a crash.
+        raise LoopError(f"cannot open the ledger {redact_url(url)}: its database driver is not "
+                        f"installed ({exc}); for PostgreSQL install loop-jobs[postgres] and use "
+                        "postgresql+psycopg://", EXIT_USAGE) from None
     if engine.dialect.name == "sqlite":
         sa.event.listen(engine, "connect", _sqlite_pragmas)
     return engine

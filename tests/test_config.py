@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -112,6 +113,8 @@ def test_unquoted_schedule_reads_as_a_time(tmp_path: Path) -> None:
     ("schedule: '25:00'\n", "schedule", 1),
     ("state_dir: 3\n", "state_dir", 1),
     ("ledger: just-a-path.db\n", "ledger", 1),
+    ("ledger: mysql://x\n", "ledger", 1),
+    ("ledger: 'oracle+cx_oracle://u@h/db'\n", "ledger", 1),
     ("repos: app\n", "repos", 1),
     ("repos:\n  - path: /definitely/not/here\n", "repos[0].path", 2),
     ("repos:\n  - path: .\n    branch: main\n    colour: x\n", "repos[0].colour", 4),
@@ -191,3 +194,29 @@ def test_json_log_lines_have_utc_timestamps_and_events(tmp_path: Path) -> None:
     assert "ghp_secret_token" not in log_file.read_text()
     assert "boom" in log_file.read_text()
     configure_logging(None, console=False)
+
+
+def test_an_unsupported_ledger_database_stops_run_before_anything(tmp_path: Path) -> None:
+    # Once a traceback and exit 1 ("a verification failed"): now the configuration is refused.
+    git_repo(tmp_path / "app")
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(f"ledger: mysql://x\nstate_dir: {tmp_path / 'state'}\nrepos: [app]\n")
+    proc = subprocess.run([sys.executable, "-m", "jobs.main", "run", "--config", str(cfg)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith(f"loop-verify: {cfg}:1: ledger: ")
+    assert "sqlite" in proc.stderr and "postgresql" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "state").exists()
+
+
+def test_a_ledger_driver_that_is_not_installed_is_a_usage_error(tmp_path: Path) -> None:
+    git_repo(tmp_path / "app")
+    cfg = tmp_path / "config.yaml"
+    # pg8000 is a PostgreSQL driver loop-jobs does not install.
+    cfg.write_text(f"ledger: postgresql+pg8000://u@127.0.0.1:1/db\nstate_dir: {tmp_path / 's'}\n"
+                   "repos: [app]\n")
+    proc = subprocess.run([sys.executable, "-m", "jobs.main", "history", "--config", str(cfg)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "database driver is not installed" in proc.stderr
+    assert "postgresql+psycopg://" in proc.stderr and "Traceback" not in proc.stderr
