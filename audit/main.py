@@ -6,12 +6,14 @@ import argparse
 from collections.abc import Sequence
 
 from jobs.errors import EXIT_USAGE, LoopError, cli_entry
+from jobs.version import VersionAction
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="loop-pi-audit",
         description="Snapshot remotes when a run starts; judge every change at closeout.")
+    parser.add_argument("--version", action=VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def run_dir(p: argparse.ArgumentParser) -> None:

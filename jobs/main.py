@@ -6,32 +6,14 @@ import argparse
 from collections.abc import Sequence
 
 from jobs.errors import cli_entry
-
-
-class _Version(argparse.Action):
-    """`--version`: the installed package's version, looked up only when asked (importing
-    importlib.metadata costs more than the rest of `--help`)."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: object) -> None:
-        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: object, option_string: str | None = None) -> None:
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            found = version("loop-jobs")
-        except PackageNotFoundError:
-            found = "unknown (not installed)"
-        print(f"{parser.prog} {found}")
-        parser.exit()
+from jobs.version import VersionAction
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="loop-verify",
         description="Run due Backlog.md verifications and record each verdict in its task.")
-    parser.add_argument("--version", action=_Version)
+    parser.add_argument("--version", action=VersionAction)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def config_opt(p: argparse.ArgumentParser) -> None:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from verify_helpers import ROOT, make_verify_repo
 
 PROBE = """
@@ -51,7 +52,7 @@ def test_help_and_version_load_nothing_of_the_commands() -> None:
         modules = loaded(*argv)
         assert not roots(modules) & {*HEAVY, "yaml"}, argv
         assert not [m for m in modules if m.startswith("jobs.") and m not in
-                    ("jobs.main", "jobs.errors")], argv
+                    ("jobs.main", "jobs.errors", "jobs.version")], argv
 
 
 def test_history_does_not_load_the_orchestrator(tmp_path: Path) -> None:
@@ -60,9 +61,12 @@ def test_history_does_not_load_the_orchestrator(tmp_path: Path) -> None:
     assert not modules & {"jobs.verify", "jobs.verify_task", "jobs.runner"}
 
 
-def test_version_prints_the_installed_version() -> None:
-    proc = subprocess.run([sys.executable, "-m", "jobs.main", "--version"], capture_output=True,
+@pytest.mark.parametrize(("module", "prog"), [("jobs.main", "loop-verify"),
+                                              ("audit.main", "loop-pi-audit")])
+def test_version_prints_the_installed_version(module: str, prog: str) -> None:
+    from importlib.metadata import version as installed
+
+    proc = subprocess.run([sys.executable, "-m", module, "--version"], capture_output=True,
                           text=True, check=False, env={"PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr
-    name, version = proc.stdout.split()
-    assert name == "loop-verify" and version[0].isdigit(), proc.stdout
+    assert proc.stdout.split() == [prog, installed("loop-jobs")], proc.stdout
