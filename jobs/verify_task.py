@@ -161,8 +161,9 @@ def run_recipe(ctx: RepoContext, task: eligibility.Classified,
                             kill_grace=ctx.config.kill_grace, output_path=out, just=ctx.just,
                             on_tick=tick, stop=ctx.stop, scope=ctx.scope)
     if res.outcome in ("error", "interrupted"):
-        att = ctx.attempt(res.outcome, task=task, started=started,
-                          reason=res.error or "stopped while the recipe ran")
+        stopped = ("stopped while the recipe ran" if res.exit_code is not None
+                   else "not run: loop-verify was told to stop")
+        att = ctx.attempt(res.outcome, task=task, started=started, reason=res.error or stopped)
         att.exit_code, att.duration, att.output_path = (res.exit_code, res.duration,
                                                         str(res.output_path))
         return att

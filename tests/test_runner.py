@@ -134,6 +134,49 @@ def test_exit_codes_pass_through(tmp_path: Path) -> None:
     assert 0 < three.duration < 5
 
 
+@pytest.mark.parametrize(("line", "outcome", "said"), [
+    # The recipe's shell killed from outside (as the OOM killer would): `just` says so.
+    ("kill -KILL $$", "error", "killed by SIGKILL, which loop-verify did not send"),
+    ("kill -TERM $$", "error", "killed by SIGTERM, which loop-verify did not send"),
+    # A program's own crash is the recipe's failure.
+    ("kill -SEGV $$", "exited", None),
+    ("kill -ABRT $$", "exited", None),
+    # A shell reporting its child's death as an exit status: an exit status.
+    ("sh -c 'kill -KILL $$'", "exited", None),
+    ("exit 137", "exited", None),
+])
+def test_a_signal_loop_verify_did_not_send_is_an_error_not_a_failure(
+        tmp_path: Path, line: str, outcome: str, said: str | None) -> None:
+    jf = write_justfile(tmp_path, recipe("verify-sig", line))
+    res = run(tmp_path, jf, "verify-sig", tmp_path)
+    assert res.outcome == outcome, res
+    assert res.exit_code != 0
+    if said is None:
+        assert res.error is None
+    else:
+        assert res.error is not None and said in res.error
+
+
+def test_just_itself_killed_from_outside_is_an_error(tmp_path: Path) -> None:
+    pid_file = tmp_path / "just.pid"
+    jf = write_justfile(tmp_path, recipe("verify-sig", f"echo $PPID > {pid_file}.tmp",
+                                         f"mv {pid_file}.tmp {pid_file}", "sleep 30"))
+    timer = threading.Thread(target=lambda: (wait_file(pid_file),
+                                             os.kill(int(pid_file.read_text()), 9)))
+    timer.start()
+    res = run(tmp_path, jf, "verify-sig", tmp_path)
+    timer.join()
+    assert (res.outcome, res.exit_code) == ("error", -9)
+    assert res.error is not None and "SIGKILL" in res.error
+
+
+def wait_file(path: Path) -> None:
+    deadline = time.monotonic() + 30
+    while not path.exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
 def test_argv_working_directory_and_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
