@@ -4,15 +4,16 @@ Pure functions only. What git knows about the history of a moved default branch 
 `History` built by `audit.history`; nothing in here starts a process, so every rule can be tested
 on plain data and the whole judgement costs a fixed number of git processes per changed ref.
 
-Decisions where the contract is silent (also in the README):
+Decisions where the contract is silent (also in docs/audit.md):
 
-* A merge commit is judged by the paths it changes against its *first parent* (what it brings
-  into the branch); the commits it brings in through other parents are in the range and are
-  judged on their own. A commit that changes no path is never BACKLOG_ONLY.
+* A merge commit's paths are its changes against every parent (`audit.history` unites them);
+  the commits it brings in through other parents are in the range and are judged on their own.
+  A commit that changes no path is never BACKLOG_ONLY.
 * An added default branch judges the commits its tip reaches that no ref of that remote reached
-  before; a moved one judges exactly `before..after`. A deleted default branch, and an added one
-  that brings no new commit, are judged like any other ref (the push log must chain them).
-* A push-log entry covers a remote when its `remote` is that remote's name or configured URL.
+  before; a moved one judges exactly `before..after`. An added one that brings no new commit is
+  judged like any other ref (the push log must chain it); a deleted one always fails.
+* A push-log entry covers a remote when its `remote` is that remote's name, one of its URLs, or
+  another remote sharing a URL with it (`audit.rules.covering`).
 * FOREIGN needs the run's own session from the charter's `session:`; without it no commit can be
   told apart from the run's own, so none is FOREIGN. A commit whose trailers include the run's
   own session is never FOREIGN.
@@ -67,6 +68,7 @@ from audit.rules import (
     reach_bits,
     ref_changes,
 )
+from audit.urls import redact_url
 
 
 def judge(before: Mapping[str, Any], after: Mapping[str, Any], charter: Charter | None,
@@ -109,6 +111,16 @@ def _unaudited(entries: Sequence[PushEntry]) -> list[Finding]:
 
 
 
+def _redacted(value: Any) -> Any:
+    """URLs as compared: redacted on both sides (a snapshot written before redaction, or a
+    token rotated during the run, is not another remote)."""
+    if isinstance(value, str):
+        return redact_url(value)
+    if isinstance(value, list):
+        return [redact_url(v) if isinstance(v, str) else v for v in value]
+    return value
+
+
 class RepoJudge(ReleaseJudge):
     def run(self) -> list[Finding]:
         b_remotes: Mapping[str, Any] = self.before.get("remotes", {})
@@ -126,8 +138,9 @@ class RepoJudge(ReleaseJudge):
             if down:
                 self._add(name, "", "remote-unavailable", None, None, UNVERIFIED, "; ".join(down))
                 continue
-            moved = [f"{key} {b.get(key)!r} → {a.get(key)!r}"
-                     for key in ("url", "pushurls", "rewritten_to") if b.get(key) != a.get(key)]
+            moved = [f"{key} {_redacted(b.get(key))!r} → {_redacted(a.get(key))!r}"
+                     for key in ("url", "pushurls", "rewritten_to")
+                     if _redacted(b.get(key)) != _redacted(a.get(key))]
             if moved:
                 # The after-snapshot looked somewhere else: what became of the refs the run
                 # started from was never seen.
@@ -341,9 +354,12 @@ class RepoJudge(ReleaseJudge):
     def _judge_commits(self, remote: str, part: Mapping[str, Any], change: Change,
                        hist: BranchHistory, commits: Sequence[Commit],
                        entries: Sequence[PushEntry]) -> list[str]:
-        usable = [e for e in entries
-                  if all(s == ZERO or s in hist.present for s in (e.old, e.new))]
-        bits = reach_bits(hist.commits, usable)
+        if hist.reach is not None and hist.reach_entries is not None:
+            usable, bits = list(hist.reach_entries), hist.reach
+        else:
+            usable = [e for e in entries
+                      if all(s == ZERO or s in hist.present for s in (e.old, e.new))]
+            bits = reach_bits(hist.commits, usable)
         this_ref = new_bits(i for i, e in enumerate(usable) if e.ref == change.ref)
         any_entry = new_bits(range(len(usable)))
         branch_name = change.ref.removeprefix("refs/heads/")

@@ -126,7 +126,8 @@ def git_env(base: Mapping[str, str] = os.environ) -> dict[str, str]:
 
 
 def run_git(repo: Path | str | None, *args: str, timeout: float | None = None,
-            input_text: str | None = None, env: Mapping[str, str] | None = None) -> str:
+            input_text: str | None = None, env: Mapping[str, str] | None = None,
+            errors: str = "surrogateescape") -> str:
     """Run `git -C repo args...` and return its stdout; raise GitFailed on any failure.
 
     The child gets a session of its own so that, on timeout, the whole group (ssh, upload-pack,
@@ -157,7 +158,7 @@ def run_git(repo: Path | str | None, *args: str, timeout: float | None = None,
         if len(detail) > 500:
             detail = detail[:497] + "..."
         raise GitFailed(argv, detail, returncode=proc.returncode)
-    return out.decode("utf-8", "surrogateescape")
+    return out.decode("utf-8", errors)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -247,7 +248,9 @@ def history_log(repo: Path | str, tips: list[str], exclude: list[str]) -> str:
     revs = "".join(f"{t}\n" for t in tips) + "".join(f"^{x}\n" for x in exclude)
     return run_git(repo, *hardened_argv("log", "--stdin", "--topo-order", *HARDENED_LOG_OPTIONS,
                                         "--diff-merges=separate", "--root", "--name-only", "-z",
-                                        f"--format={HISTORY_FORMAT}"), input_text=revs)
+                                        f"--format={HISTORY_FORMAT}"), input_text=revs,
+                   # Text that can always be written out: invalid UTF-8 becomes U+FFFD.
+                   errors="replace")
 
 
 def is_shallow(repo: Path | str) -> bool:

@@ -25,7 +25,7 @@ from audit.git import (
 )
 from audit.model import BranchHistory, Change, Commit, History
 from audit.pushlog import ZERO, PushEntry, same_repo
-from audit.rules import covering, default_branch, entry_ancestry, judged_branch
+from audit.rules import covering, default_branch, entry_ancestry, judged_branch, reach_bits
 from audit.snapshot import read_remote_config
 from audit.urls import redact_text
 
@@ -173,42 +173,54 @@ def _read_branch(repo: str, w: _Work, types: Mapping[str, str | None],
             return BranchHistory(None, problem=f"{label} {sha[:12]} of {w.change.ref} {what}"
                                  + (f" ({fetch_error})" if fetch_error else
                                     " and could not be fetched" if not kind else ""))
-    fast_forward = is_ancestor(repo, before, after) if before is not None else None
-    if fast_forward is False and is_shallow(repo):
-        return BranchHistory(None, problem=f"{repo} is a shallow clone: it cannot tell whether "
-                             f"{w.change.ref} was rewritten or its history was cut")
     present = frozenset(t for t in w.entry_tips() if types.get(t) == "commit")
     exclude = sorted(x for x in w.exclusions() if types.get(x) == "commit")
     tips = [after, *sorted(present - {after})]
     commits = parse_history(history_log(repo, tips, exclude))
-    fast_forwards, rewrites = _entry_ancestry(repo, w, commits, present)
-    return BranchHistory(fast_forward, tuple(commits), present,
-                         fast_forwards=fast_forwards, rewrites=rewrites)
+    # The remote's usable log entries (both tips in the clone), then the branch's own move as a
+    # probe: one pass over the graph says which entries' ranges hold which commit and, mostly,
+    # whether each push (and the branch itself) was a fast-forward. git is asked only about
+    # what the graph cannot settle.
+    usable = tuple(e for e in w.entries
+                   if all(s == ZERO or s in present for s in (e.old, e.new)))
+    probe = PushEntry("", "", w.change.ref, before or ZERO, after, "", "", 0)
+    reach = reach_bits(commits, [*usable, probe])
+    answers = entry_ancestry(commits, [*usable, probe], reach)
+    fast_forward = None
+    if before is not None:
+        fast_forward = answers[-1]
+        if fast_forward is None:
+            fast_forward = is_ancestor(repo, before, after)
+    if fast_forward is False and is_shallow(repo):
+        return BranchHistory(None, problem=f"{repo} is a shallow clone: it cannot tell whether "
+                             f"{w.change.ref} was rewritten or its history was cut")
+    fast_forwards, rewrites = _entry_ancestry(repo, w.change.ref, usable, answers[:-1])
+    return BranchHistory(fast_forward, tuple(commits), present, fast_forwards=fast_forwards,
+                         rewrites=rewrites, reach=reach, reach_entries=usable)
 
 
-def _entry_ancestry(repo: str, w: _Work, commits: Sequence[Commit], present: frozenset[str]
+def _entry_ancestry(repo: str, ref: str, usable: Sequence[PushEntry],
+                    answers: Sequence[bool | None]
                     ) -> tuple[frozenset[tuple[str, str]], frozenset[tuple[str, str]]]:
-    """Which of the branch's logged pushes were fast-forwards, from the graph already read; git
-    is asked (one `merge-base --is-ancestor` each) only about pairs the graph cannot settle."""
-    pairs = sorted({(e.old, e.new) for e in w.entries
-                    if e.ref == w.change.ref and e.old in present and e.new in present})
-    probes = [PushEntry("", "", w.change.ref, old, new, "", "", 0) for old, new in pairs]
-    answers = entry_ancestry(commits, probes)
+    """Which of the branch's logged pushes were fast-forwards: the graph's answers, and one
+    `merge-base --is-ancestor` for each pair it could not settle."""
     ff: set[tuple[str, str]] = set()
     rewritten: set[tuple[str, str]] = set()
-    for pair, answer in zip(pairs, answers, strict=True):
+    asked: dict[tuple[str, str], bool | None] = {}
+    for e, answer in zip(usable, answers, strict=True):
+        if e.ref != ref or ZERO in (e.old, e.new):
+            continue
+        pair = (e.old, e.new)
         if answer is None:
-            try:
-                answer = is_ancestor(repo, *pair)
-            except GitFailed:
-                continue
-        (ff if answer else rewritten).add(pair)
+            if pair not in asked:
+                try:
+                    asked[pair] = is_ancestor(repo, *pair)
+                except GitFailed:
+                    asked[pair] = None
+            answer = asked[pair]
+        if answer is not None:
+            (ff if answer else rewritten).add(pair)
     return frozenset(ff), frozenset(rewritten)
-
-
-def _clean(text: str) -> str:
-    """git's bytes as text that can always be written out (invalid UTF-8 becomes U+FFFD)."""
-    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def parse_history(text: str) -> list[Commit]:
@@ -237,7 +249,7 @@ def parse_history(text: str) -> list[Commit]:
         elif token == "":
             expect_header = True
         else:
-            paths.append(_clean(token[1:] if not paths and token.startswith("\n") else token))
+            paths.append(token[1:] if not paths and token.startswith("\n") else token)
     flush()
     return commits
 
@@ -249,5 +261,5 @@ def _commit(header: str, paths: list[str]) -> Commit:
     if len(fields) != 4:
         # A subject or trailer holding our separator: keep the graph and paths, trust no text.
         return Commit(sha, parents, None, (), tuple(paths))
-    sessions = tuple(_clean(s.strip()) for s in fields[3].split("\x1e") if s.strip())
-    return Commit(sha, parents, _clean(fields[2]), sessions, tuple(paths))
+    sessions = tuple(s.strip() for s in fields[3].split("\x1e") if s.strip())
+    return Commit(sha, parents, fields[2], sessions, tuple(paths))

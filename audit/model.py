@@ -102,6 +102,11 @@ class BranchHistory:
     problem: str | None = None
     fast_forwards: frozenset[tuple[str, str]] = frozenset()
     rewrites: frozenset[tuple[str, str]] = frozenset()
+    # The reach sets over `commits` (`audit.rules.reach_bits`) of `reach_entries`, the remote's
+    # log entries whose tips are present, when already worked out; else the judge works them
+    # out itself.
+    reach: Mapping[str, int] | None = None
+    reach_entries: tuple[PushEntry, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -225,16 +225,18 @@ def reach_bits(commits: Sequence[Commit], entries: Sequence[PushEntry]) -> dict[
     return bits
 
 
-def entry_ancestry(commits: Sequence[Commit], entries: Sequence[PushEntry]
-                   ) -> list[bool | None]:
+def entry_ancestry(commits: Sequence[Commit], entries: Sequence[PushEntry],
+                   bits: Mapping[str, int] | None = None) -> list[bool | None]:
     """For each entry, is its old tip an ancestor of its new tip (a fast-forward push)?
 
     `commits` is what git listed: every commit reachable from the tips it was given and not
     from the excluded ones. An old tip inside that graph is an ancestor exactly when the new
     tip's reach set holds it (any path between them lies inside the graph). An old tip outside
     it is an ancestor when it is a parent, on the graph's edge, of a commit the new tip reaches;
-    otherwise the graph cannot tell (None: ask git). Creations and deletions are None too."""
-    bits = reach_bits(commits, entries)
+    otherwise the graph cannot tell (None: ask git). Creations and deletions are None too.
+    `bits`, when given, is `reach_bits(commits, entries)` already worked out."""
+    if bits is None:
+        bits = reach_bits(commits, entries)
     answers: list[bool | None] = [None] * len(entries)
     edge: dict[str, list[int]] = {}
     for i, e in enumerate(entries):
@@ -254,7 +256,12 @@ def entry_ancestry(commits: Sequence[Commit], entries: Sequence[PushEntry]
 
 
 def children_first(commits: Sequence[Commit]) -> list[str]:
-    """A topological order of the graph (every commit before its parents), Kahn's way."""
+    """A topological order of the graph (every commit before its parents): the given order when
+    it already is one (git's `--topo-order`, checked in one pass), else Kahn's."""
+    position = {c.sha: i for i, c in enumerate(commits)}
+    if all(position.get(p, len(commits)) > i
+           for i, c in enumerate(commits) for p in c.parents):
+        return [c.sha for c in commits]
     shas = {c.sha for c in commits}
     waiting = dict.fromkeys(shas, 0)
     for c in commits:

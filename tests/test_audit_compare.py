@@ -605,3 +605,20 @@ def test_a_logged_push_to_a_repository_never_snapshotted_is_unverified(tmp_path:
     assert [(f.repo, f.kind, f.verdict) for f in findings] == [
         (str(stray), "repo-unaudited", UNVERIFIED)]
     assert "line 1" in findings[0].reason
+
+
+def test_entry_ancestry_reads_fast_forwards_off_the_graph() -> None:
+    from audit.rules import entry_ancestry
+
+    # r <- x <- y <- z, with r excluded (the before tip): git listed only z, y, x.
+    r, x, y, z, q = "1" * 40, "2" * 40, "3" * 40, "4" * 40, "5" * 40
+    commits = [Commit(z, (y,), "", (), ()), Commit(y, (x,), "", (), ()),
+               Commit(x, (r,), "", (), ())]
+
+    def e(old: str, new: str) -> PushEntry:
+        return PushEntry("/r", "origin", "refs/heads/main", old, new, "t", "s", 1)
+
+    got = entry_ancestry(commits, [e(x, z), e(z, x), e(r, y), e(q, y), e(ZERO, z), e(y, ZERO)])
+    # Inside the graph: settled either way; an old tip on the graph's edge: settled when the
+    # new tip reaches it; an old tip the graph never saw: git must be asked (None).
+    assert got == [True, False, True, None, None, None]
