@@ -21,7 +21,8 @@ from urllib.parse import urlsplit
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from jobs.ledger import Ledger, claims, first_line, iso_utc, naive_utc
+from jobs import git
+from jobs.ledger import Attempt, Ledger, claims, first_line, iso_utc, naive_utc
 from jobs.logs import get_logger
 
 log = get_logger("loop-jobs.claims")
@@ -195,3 +196,49 @@ def _apply(conn: sa.Connection, payload: dict[str, Any]) -> None:
 
 def apply_spooled(ledger: Ledger, payload: dict[str, Any]) -> None:
     ledger.execute("spool", lambda conn: _apply(conn, payload))
+
+
+class RepoClaims:
+    """The claims of one clone in one run (the caller holds the clone's lock)."""
+
+    def __init__(self, ledger: Ledger, root: Path, branch: str, ttl: float) -> None:
+        self.ledger = ledger
+        self.root = root
+        self.branch = branch
+        self.ttl = ttl
+        self.identity: str | None = None
+
+    def key(self, task_id: str | None, label_date: str | None, run_id: str) -> Claim | None:
+        if task_id is None or label_date is None:
+            return None
+        if self.identity is None:
+            # One look per repository and run, and only when something is due.
+            url = git.branch_remote_url(self.root, self.branch)
+            self.identity = normalise_remote(url, self.root) if url else str(self.root)
+        return Claim(claim_key(self.identity, task_id, label_date), self.identity, task_id,
+                     label_date, run_id, self.ledger.machine)
+
+    def take(self, task_id: str, label_date: str | None, run_id: str) -> Claim | Held | str | None:
+        """Our claim; who holds it; why it cannot be claimed; or None when nothing to claim."""
+        claim = self.key(task_id, label_date, run_id)
+        if claim is None:
+            return None
+        if self.ledger.unreachable:
+            return "not run: the ledger is unreachable, so it cannot be claimed"
+        try:
+            held = take(self.ledger, claim, repo=str(self.root), ttl=self.ttl)
+        except SQLAlchemyError as exc:
+            log.error("ledger.claim_failed", ledger=self.ledger.shown_url, task=task_id,
+                      error=first_line(exc))
+            self.ledger.unreachable = True
+            return f"not run: cannot claim it in the ledger: {first_line(exc)}"
+        return claim if held is None else held
+
+    def settle(self, claim: Claim | None, result: Attempt | None) -> None:
+        """A committed verdict finishes the claim; anything else lets any machine try again."""
+        if claim is None:
+            return
+        if result is not None and result.edit_state == "committed":
+            finish(self.ledger, claim, result.verdict)
+        else:
+            release(self.ledger, claim)

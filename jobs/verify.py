@@ -18,14 +18,13 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 import structlog
-from sqlalchemy.exc import SQLAlchemyError
 
 from jobs import backlog, claims, eligibility, git, readiness, recovery, retention, runner
 from jobs.config import Config, RepoConfig
 from jobs.edit_plan import sha256
 from jobs.errors import EXIT_FAILED, EXIT_OK, EXIT_UNCHECKED, LoopError
 from jobs.fsutil import LockBusy, exclusive_lock
-from jobs.ledger import Attempt, Ledger, first_line
+from jobs.ledger import Attempt, Ledger
 from jobs.logs import get_logger
 from jobs.output import format_line, repo_name, repo_names
 from jobs.spool import SPOOL_DIR
@@ -153,7 +152,9 @@ class _RepoRun:
         self.ledger = ledger
         self.stop = stop
         self.printer = printer
-        self.identity: str | None = None
+        ttl = config.timeout_for(repo) + config.kill_grace + claims.CLAIM_MARGIN
+        self.claims = (claims.RepoClaims(ledger, repo.path, repo.branch, ttl)
+                       if ledger is not None else None)
 
     # -- recording -----------------------------------------------------------------------------
 
@@ -287,50 +288,27 @@ class _RepoRun:
 
     # -- claims across machines ---------------------------------------------------------------
 
-    def claim_for(self, task_id: str | None, label_date: str | None,
-                  run_id: str) -> claims.Claim | None:
-        if task_id is None or label_date is None or self.ledger is None:
-            return None
-        if self.identity is None:
-            url = git.branch_remote_url(self.root, self.repo.branch)
-            self.identity = (claims.normalise_remote(url, self.root) if url
-                             else str(self.root))
-        return claims.Claim(claims.claim_key(self.identity, task_id, label_date),
-                            self.identity, task_id, label_date, run_id, self.ledger.machine)
-
     def take_claim(self, task: eligibility.Classified) -> claims.Claim | Attempt | None:
         """Our claim on the task, or the `skipped` attempt when it is not ours to run."""
-        label_date = task.label_date.isoformat() if task.label_date else None
-        claim = self.claim_for(task.task.id, label_date, self.summary.run_id)
-        if claim is None or self.ledger is None:
+        if self.claims is None:
             return None
-        ttl = (self.ctx.config.timeout_for(self.repo) + self.ctx.config.kill_grace
-               + claims.CLAIM_MARGIN)
-        if self.ledger.unreachable:
-            return self.attempt("skipped", task=task, reason=(
-                "not run: the ledger is unreachable, so it cannot be claimed"))
-        try:
-            held = claims.take(self.ledger, claim, repo=str(self.root), ttl=ttl)
-        except SQLAlchemyError as exc:
-            log.error("ledger.claim_failed", ledger=self.ledger.shown_url, task=task.task.id,
-                      error=first_line(exc))
-            self.ledger.unreachable = True
-            return self.attempt("skipped", task=task, reason=(
-                f"not run: cannot claim it in the ledger: {first_line(exc)}"))
-        if held is None:
-            return claim
-        skipped = self.attempt("skipped", task=task, reason=held.reason)
-        skipped.claimed_by = held.machine
-        return skipped
+        label_date = task.label_date.isoformat() if task.label_date else None
+        got = self.claims.take(task.task.id, label_date, self.summary.run_id)
+        if isinstance(got, claims.Held):
+            skipped = self.attempt("skipped", task=task, reason=got.reason)
+            skipped.claimed_by = got.machine
+            return skipped
+        if isinstance(got, str):
+            return self.attempt("skipped", task=task, reason=got)
+        return got
 
     def settle(self, claim: claims.Claim | None, result: Attempt | None) -> None:
-        """A committed verdict finishes the claim; anything else lets any machine try again."""
-        if claim is None or self.ledger is None:
-            return
-        if result is not None and result.edit_state == "committed":
-            claims.finish(self.ledger, claim, result.verdict)
-        else:
-            claims.release(self.ledger, claim)
+        if self.claims is not None:
+            self.claims.settle(claim, result)
+
+    def dead_runs_claim(self, p: Attempt) -> claims.Claim | None:
+        """The claim of the killed run that left the pending edit `p`."""
+        return self.claims.key(p.task_id, p.label_date, p.run_id) if self.claims else None
 
     def failed_unexpectedly(self, task: eligibility.Classified, exc: Exception) -> bool:
         """Record an unexpected fault while handling one task as that task's `error`; False when
@@ -415,7 +393,7 @@ class _RepoRun:
                 p.edit_state = "abandoned"
                 self.ledger.update(p)
                 # Its claim is released: the task stays eligible, for any machine.
-                self.settle(self.claim_for(p.task_id, p.label_date, p.run_id), p)
+                self.settle(self.dead_runs_claim(p), p)
                 log.info("verify.recovered", repo=str(self.root), task=p.task_id,
                          how="edit never written; task stays eligible")
                 continue
@@ -442,7 +420,7 @@ class _RepoRun:
             log.info("verify.recovered", repo=str(self.root), task=p.task_id, how=how,
                      commit=p.commit_sha)
             self.report_recovered(p)
-            self.settle(self.claim_for(p.task_id, p.label_date, p.run_id), p)
+            self.settle(self.dead_runs_claim(p), p)
         return True
 
     def stray_temp_files(self, paths: list[str]) -> list[Path]:

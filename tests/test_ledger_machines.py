@@ -241,6 +241,8 @@ def test_server_down_at_the_verdict_spools_it_and_a_later_run_writes_it(
     events = {line["event"] for line in log_lines(repo)}
     assert {"ledger.write_failed", "ledger.spooled"} <= events
     assert [a.edit_state for a in rows(ledger_url)] == []
+    doctor = repo.run("doctor")
+    assert f"FAIL ledger spool: {spooled} ledger write(s) waiting" in doctor.stdout
 
     again = repo.run("run", *TODAY)
     assert again.returncode == 0, again.stderr
@@ -275,6 +277,8 @@ def test_an_unreachable_ledger_is_given_up_within_10_seconds(
         proc = repo.run(verb, *(TODAY if verb == "run" else ()), timeout=60)
         assert proc.returncode == 3, proc.stderr
         assert "cannot open the ledger" in proc.stderr and "Traceback" not in proc.stderr
+    doctor = repo.run("doctor", timeout=60)
+    assert doctor.returncode == 1 and "FAIL ledger: cannot open the ledger" in doctor.stdout
     assert "ledger.open_failed" in {line["event"] for line in log_lines(repo)}
     # Nothing ran without a ledger to claim the task in.
     assert verdict_commits(repo) == []

@@ -15,6 +15,7 @@ from jobs.errors import EXIT_FAILED, EXIT_OK
 from jobs.ledger import Ledger, LedgerError
 from jobs.schedule_install import Check
 from jobs.schedule_status import scheduler_checks
+from jobs.spool import SPOOL_DIR, Spool
 
 
 def tool_checks() -> list[Check]:
@@ -40,10 +41,17 @@ def config_checks(config: Config) -> list[Check]:
         checks.append(Check("repositories", False, f"none configured in {source}",
                             no_repos_hint(config)))
     try:
-        Ledger(config.ledger).close()
-        checks.append(Check("ledger", True, config.ledger, None))
+        ledger = Ledger(config.ledger, machine=config.machine)
+        ledger.close()
+        checks.append(Check("ledger", True, f"{ledger.shown_url} (machine {config.machine})",
+                            None))
     except LedgerError as exc:
         checks.append(Check("ledger", False, str(exc), "fix `ledger:` or `state_dir:`"))
+    spool = Spool(config.state_dir / SPOOL_DIR)
+    if spool.count():
+        checks.append(Check("ledger spool", False,
+                            f"{spool.count()} ledger write(s) waiting in {spool.directory}",
+                            "the next `loop-verify run` that reaches the ledger writes them"))
     return checks
 
 
