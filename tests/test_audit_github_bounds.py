@@ -23,8 +23,10 @@ from audit.snapshot import take_snapshot
 PREFIX = "/api/v3"
 OWNER_NAME = "octo/widgets"
 CAP = 2.0
-# Generous: what is asserted is "bounded by the cap", not "fast on this machine".
-SLACK = 8.0
+# Generous: what is asserted is "bounded by the cap" (against an hour's Retry-After or a server
+# that never stops), not "fast on this machine"; the snapshot's own git work and imports count
+# too, and a loaded CI machine may take seconds for them.
+SLACK = 30.0
 
 
 @pytest.fixture(autouse=True)
