@@ -11,6 +11,7 @@ import yaml
 from pg_helpers import PgServer
 from verify_helpers import make_verify_repo
 
+from jobs.errors import LoopError
 from jobs.ledger import Attempt, Ledger, LedgerError
 
 
@@ -63,8 +64,10 @@ def test_unusable_ledger_is_a_clear_error(tmp_path: Path) -> None:
     blocker.write_text("not a directory")
     with pytest.raises(LedgerError, match="cannot open the ledger"):
         Ledger(f"sqlite:///{blocker / 'ledger.db'}")
-    with pytest.raises(LedgerError):
+    # A driver this installation lacks is the user's configuration to fix: exit 2.
+    with pytest.raises(LoopError, match="driver is not installed") as raised:
         Ledger("nosuchdialect://x")
+    assert raised.value.exit_code == 2
 
 
 @pytest.fixture(scope="module")
