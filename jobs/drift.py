@@ -23,3 +23,19 @@ def drift_reason(after: WorkTreeState, branch: str, head_before: str,
         reasons.append(f"the recipe moved {branch!r} from {head_before[:10]} "
                        f"to {head_after[:10]}")
     return "; ".join(reasons) or None
+
+
+def extra_paths(committed: list[str], expected: list[str]) -> list[str]:
+    """Paths a verdict commit holds beyond the task file (and its move): a hook staged them."""
+    return sorted(set(committed) - set(expected))
+
+
+def hook_changes(after_commit: WorkTreeState) -> str | None:
+    """The repository's error when the tree is not clean right after a verdict commit.
+
+    The tree was clean before the verdict and the commit took exactly the task file, so a change
+    here was made by a commit hook; left alone, the next recipe would start dirty and be blamed.
+    """
+    if after_commit.clean:
+        return None
+    return "a commit hook changed the work tree: " + ", ".join(after_commit.changes)

@@ -52,11 +52,13 @@ class WorkTreeState:
         return not self.changes
 
 
-def _run(root: Path, *args: str) -> str:
+def _run(root: Path, *args: str, ok: tuple[int, ...] = (0,),
+         timeout: float | None = None) -> str:
     status, out, err = gitpython.Git(str(root)).execute(
         ["git", *args], with_extended_output=True, with_exceptions=False,
-        strip_newline_in_stdout=False, env={"GIT_TERMINAL_PROMPT": "0"})
-    if status != 0:
+        strip_newline_in_stdout=False, env={"GIT_TERMINAL_PROMPT": "0"},
+        kill_after_timeout=timeout)
+    if status not in ok:
         # One line: the reason ends up in `run`'s one line per task and in the log. Git and
         # its hooks say why on stderr or stdout ("nothing to commit"): keep both.
         said = " / ".join(line.strip() for line in (str(err) + "\n" + str(out)).splitlines()
@@ -211,6 +213,73 @@ def branch_remote_url(root: Path, branch: str) -> str | None:
         return _run(root, "ls-remote", "--get-url", remote).strip() or None
     except GitError:
         return None
+
+
+def commit_files(root: Path, sha: str) -> list[str]:
+    """Every path a (non-root) commit changed, a rename as its two paths."""
+    out = _run(root, "diff-tree", "--no-commit-id", "--name-only", "--no-renames", "-r", "-z",
+               sha)
+    return [p for p in out.split("\0") if p]
+
+
+def undo_commit(root: Path, previous: str) -> None:
+    """Put branch, index and tracked files back to `previous` (untracked files stay).
+
+    Only used right after our own commit on a tree that was clean before it, so nothing but our
+    edit and what a hook did to tracked files is lost.
+    """
+    _run(root, "reset", "--quiet", "--hard", previous)
+
+
+@dataclass(frozen=True)
+class CommitFacts:
+    """What stands in the way of a commit here, as git reports it."""
+
+    locks: tuple[Path, ...] = ()                 # lock files a commit would need to take
+    signing: bool = False                        # commit.gpgsign is set
+    signing_error: str | None = None             # why a signed commit fails, when it does
+    ignored: tuple[tuple[str, str], ...] = ()    # (path, "file:line:pattern" ignoring it)
+
+
+def commit_facts(root: Path, branch: str, paths: Sequence[str]) -> CommitFacts:
+    """Whether a verdict commit of `paths` on `branch` could be made, without making one.
+
+    Signing is tried for real (a signed commit object no ref points to) only when configured.
+    """
+    gdir = git_dir(root)
+    common = gdir
+    if (gdir / "commondir").is_file():
+        common = (gdir / (gdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
+    locks = tuple(p for p in (gdir / "index.lock", common / "refs" / "heads" / f"{branch}.lock")
+                  if p.exists())
+    signing = _run(root, "config", "--type=bool", "--get", "commit.gpgsign",
+                   ok=(0, 1)).strip() == "true"
+    signing_error = None
+    if signing:
+        try:
+            # `commit-tree` ignores commit.gpgsign: -S asks for the signature it would make.
+            _run(root, "commit-tree", "-S", "-p", "HEAD", "-m", "loop-verify signing probe",
+                 "HEAD^{tree}", timeout=30)
+        except GitError as exc:
+            signing_error = str(exc)
+    ignored: list[tuple[str, str]] = []
+    if paths:
+        out = _run(root, "check-ignore", "--no-index", "--verbose", "--", *paths, ok=(0, 1))
+        for line in out.splitlines():
+            rule, _, path = line.partition("\t")
+            ignored.append((path, rule))
+    return CommitFacts(locks, signing, signing_error, tuple(ignored))
+
+
+def committer_problem(root: Path) -> str | None:
+    """Why git cannot name the committer here (its own `fatal:` line), or None."""
+    for var in ("GIT_COMMITTER_IDENT", "GIT_AUTHOR_IDENT"):
+        try:
+            _run(root, "var", var)
+        except GitError as exc:
+            said = str(exc)
+            return said[said.index("fatal:"):] if "fatal:" in said else var
+    return None
 
 
 def version() -> str:

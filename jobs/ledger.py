@@ -312,6 +312,18 @@ class Ledger:
                  .order_by(attempts.c.id))
         return list(self._select(query))
 
+    def kept(self, repo: str, machine: str | None = None) -> list[Attempt]:
+        """This machine's verdicts whose commit was refused and whose file was restored, oldest
+        first: a later run commits them without running the recipe again."""
+        mine = attempts.c.machine == (machine or self.machine)
+        if self.engine.dialect.name == "sqlite":
+            mine = sa.or_(mine, attempts.c.machine.is_(None))
+        query = (sa.select(attempts)
+                 .where(attempts.c.repo == repo, attempts.c.edit_state == "restored",
+                        attempts.c.verdict.in_(("pass", "fail", "timeout")), mine)
+                 .order_by(attempts.c.id))
+        return list(self._select(query))
+
     def history(self, *, since: date | None = None, repo: str | None = None,
                 machine: str | None = None) -> list[Attempt]:
         query = sa.select(attempts).order_by(attempts.c.started_at, attempts.c.id)

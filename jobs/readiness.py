@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from jobs.git import WorkTreeState
+from pathlib import Path
+
+from jobs.git import CommitFacts, WorkTreeState
 
 SHOWN_PATHS = 5
 
@@ -25,4 +27,46 @@ def not_ready(in_progress: str | None, state: WorkTreeState, branch: str) -> str
         return f"on branch {state.branch!r}, not {branch!r}"
     if not state.clean:
         return f"work tree not clean: {some_paths(state.changes)}"
+    return None
+
+
+def verdict_paths(tasks: list[tuple[Path, str]]) -> list[str]:
+    """Every path a verdict on these tasks (repository-relative path, folder) may commit: a
+    task reopened from completed/ moves to backlog/tasks/."""
+    paths = []
+    for rel, folder in tasks:
+        paths.append(str(rel))
+        if folder == "completed":
+            paths.append(str(Path("backlog") / "tasks" / rel.name))
+    return paths
+
+
+def cannot_commit(facts: CommitFacts) -> str | None:
+    """Why no verdict could be committed here (checked before any recipe runs), or None.
+
+    A recipe whose verdict can never be committed would otherwise run again every morning.
+    """
+    if facts.locks:
+        return (f"cannot take a commit: {facts.locks[0]} exists (a git command is running "
+                "there, or one that crashed left it)")
+    if facts.signing_error is not None:
+        return ("cannot take a commit: commit.gpgsign is set but signing fails: "
+                f"{facts.signing_error}")
+    if facts.ignored:
+        path, rule = facts.ignored[0]
+        return f"cannot take a commit: backlog/ is ignored by git ({rule} ignores {path})"
+    return None
+
+
+def commit_fix(facts: CommitFacts, root: Path) -> str | None:
+    """What the owner should do about what `cannot_commit` reports (for `doctor`)."""
+    if facts.locks:
+        return f"if no git command is running in {root}, remove {facts.locks[0]}"
+    if facts.signing_error is not None:
+        return ("make signing work for the account the scheduler runs as (a key the agent can "
+                f"use without a prompt), or `git -C {root} config commit.gpgsign false`")
+    if facts.ignored:
+        rule = facts.ignored[0][1]
+        source = rule.split(":", 1)[0]
+        return f"stop ignoring backlog/ (the rule {rule} in {source}) and commit the task files"
     return None

@@ -48,3 +48,19 @@ def decide(pending: Attempt, current_sha256: str | None,
         return Decision(Action.SKIP_REPO, "work tree changed beyond the pending edit of "
                         f"{pending.task_id}: {some_paths(changes)}")
     return Decision(Action.COMMIT)
+
+
+def decide_kept(kept: Attempt, current_sha256: str | None, target_exists: bool,
+                stored: bool) -> Decision:
+    """Whether a verdict whose commit was refused can still be committed as it was written.
+
+    Only onto the very bytes it was computed from: any change to the task since means the owner
+    acted, and the task is judged afresh.
+    """
+    if current_sha256 != kept.before_sha256:
+        return Decision(Action.ABANDON, "the task file changed since the verdict was given")
+    if len(kept.edit_paths) > 1 and target_exists:
+        return Decision(Action.ABANDON, f"{kept.edit_paths[-1]} exists now")
+    if not stored:
+        return Decision(Action.ABANDON, "the kept copy of the edited task file is gone")
+    return Decision(Action.COMMIT)

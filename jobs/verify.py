@@ -8,26 +8,24 @@ edit is pending take the repository's lock, recover a pending edit a crash left 
 
 from __future__ import annotations
 
-import glob
 import threading
 import uuid
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from pathlib import Path
 
 import structlog
 
-from jobs import backlog, claims, eligibility, git, readiness, recovery, retention, runner
+from jobs import backlog, claims, eligibility, git, readiness, retention, runner
 from jobs.config import Config, RepoConfig
-from jobs.edit_plan import sha256
 from jobs.errors import EXIT_FAILED, EXIT_OK, EXIT_UNCHECKED, LoopError
 from jobs.fsutil import LockBusy, exclusive_lock
 from jobs.ledger import Attempt, Ledger
 from jobs.logs import get_logger
 from jobs.output import format_line, repo_name, repo_names
 from jobs.spool import SPOOL_DIR
+from jobs.verify_recover import commit_kept, recover_pending
 from jobs.verify_task import RepoContext, Ticker, storable, verify_task
 
 log = get_logger("loop-verify")
@@ -77,13 +75,6 @@ def unexpected(exc: BaseException) -> str:
     """The reason recorded for an unexpected fault: its type and first line."""
     said = str(exc).splitlines()[0] if str(exc).strip() else ""
     return f"unexpected {type(exc).__name__}" + (f": {said}" if said else "")
-
-
-def file_sha256(path: Path) -> str | None:
-    try:
-        return sha256(path.read_bytes())
-    except FileNotFoundError:
-        return None
 
 
 def run_once(config: Config, *, today: date | None = None, stop: threading.Event | None = None,
@@ -239,7 +230,7 @@ class _RepoRun:
         if pending:
             # Another run may have finished these while we waited for the lock: ask again.
             pending = self.ledger.pending(str(self.root)) if self.ledger is not None else []
-        if pending and not self.recover(pending):
+        if pending and not recover_pending(self.ctx, pending, self.finish, self.settle_recovered):
             return
         # Another run may have committed verdicts while we waited: judge the tasks afresh.
         judged = self.classify()
@@ -250,10 +241,17 @@ class _RepoRun:
         due = [c for c in classified if c.state == eligibility.DUE]
         if not due:
             return
-        problem = self.precondition()
+        problem = self.precondition(due)
         if problem is not None:
             self.finish(self.attempt("skipped", reason=problem))
             return
+        kept_rows = self.ledger.kept(str(self.root)) if self.ledger is not None else []
+        if kept_rows:
+            done = commit_kept(self.ctx, kept_rows, self.finish)
+            due = [c for c in due if str(c.task.path.relative_to(self.root)) not in done.settled]
+            if done.repo_error is not None:
+                self.repo_error(done.repo_error, due)
+                return
         ordered = sorted(due, key=lambda c: str(c.task.path))
         for i, task in enumerate(ordered):
             if self.stopped():
@@ -279,6 +277,9 @@ class _RepoRun:
                 return
             self.finish(result.attempt)
             self.settle(claim, result.attempt)
+            if result.repo_error is not None:
+                self.repo_error(result.repo_error, ordered[i + 1:])
+                return
             if not result.go_on:
                 if result.attempt.verdict == "drift":
                     for rest in ordered[i + 1:]:
@@ -310,6 +311,16 @@ class _RepoRun:
         """The claim of the killed run that left the pending edit `p`."""
         return self.claims.key(p.task_id, p.label_date, p.run_id) if self.claims else None
 
+    def settle_recovered(self, p: Attempt) -> None:
+        """Settle the claim of the run whose pending edit this run recovered."""
+        self.settle(self.dead_runs_claim(p), p)
+
+    def repo_error(self, reason: str, rest: list[eligibility.Classified]) -> None:
+        """The repository's own error (no recipe is to blame); its remaining tasks wait."""
+        self.finish(self.attempt("error", reason=reason))
+        for task in rest:
+            self.finish(self.attempt("skipped", task=task, reason=f"not run: {reason}"))
+
     def failed_unexpectedly(self, task: eligibility.Classified, exc: Exception) -> bool:
         """Record an unexpected fault while handling one task as that task's `error`; False when
         it left the work tree changed, so no later recipe of this repository may run."""
@@ -338,7 +349,7 @@ class _RepoRun:
         if not due:
             return
         try:
-            problem = self.precondition()
+            problem = self.precondition(due)
         except (OSError, git.GitError) as exc:
             problem = str(exc)
         if problem is not None:
@@ -353,88 +364,12 @@ class _RepoRun:
             log.info("dryrun.would_run", repo=str(self.root), task=task.task.id,
                      recipe=task.recipe)
 
-    def precondition(self) -> str | None:
+    def precondition(self, due: list[eligibility.Classified]) -> str | None:
         """Why the repository may not be worked on now, or None when it is ready."""
         doing = git.operation_in_progress(git.git_dir(self.root))
-        if doing is not None:
-            return doing
-        return readiness.not_ready(None, git.work_tree_state(self.root), self.repo.branch)
-
-    # -- crash recovery ------------------------------------------------------------------------
-
-    def recover(self, pending: list[Attempt]) -> bool:
-        """Finish or retire edits a killed run left between writing and committing.
-
-        Returns False when the repository must be skipped.
-        """
-        assert self.ledger is not None
-        for p in pending:
-            paths = p.edit_paths
-            original, target = self.root / paths[0], self.root / paths[-1]
-            for stray in self.stray_temp_files(paths):
-                # A crash inside the atomic write left its temporary sibling, ours by its name.
-                stray.unlink(missing_ok=True)
-                log.info("verify.recovered", repo=str(self.root), task=p.task_id,
-                         how="removed an unfinished temporary file", path=str(stray))
-            current = file_sha256(target)
-            found: str | None = None
-            if recovery.written(p, current):
-                changes = git.work_tree_state(self.root).changes
-            else:
-                changes = ()
-                if p.commit_message and p.after_sha256:
-                    # Killed after its commit, the task edited since: the verdict is in git.
-                    found = git.verdict_commit(self.root, paths[-1], p.commit_message,
-                                               p.after_sha256, p.started_at)
-            decision = recovery.decide(p, current, changes, in_git=found is not None)
-            if decision.action is recovery.Action.ABANDON:
-                if len(paths) > 1 and target.exists() and original.exists():
-                    target.unlink()
-                p.edit_state = "abandoned"
-                self.ledger.update(p)
-                # Its claim is released: the task stays eligible, for any machine.
-                self.settle(self.dead_runs_claim(p), p)
-                log.info("verify.recovered", repo=str(self.root), task=p.task_id,
-                         how="edit never written; task stays eligible")
-                continue
-            if decision.action is recovery.Action.SKIP_REPO:
-                self.finish(self.attempt("skipped", reason=decision.reason))
-                return False
-            if decision.action is recovery.Action.ALREADY_COMMITTED:
-                last = (found,) if found else git.last_commit(self.root, paths[-1])
-                p.commit_sha = last[0] if last else None
-                how = "already committed"
-            else:
-                if len(paths) > 1 and original.exists():
-                    original.unlink()
-                assert p.commit_message is not None
-                try:
-                    p.commit_sha = git.commit_paths(self.root, paths, p.commit_message,
-                                                   new=paths[1:])
-                except git.GitError as exc:
-                    self.finish(self.attempt("skipped", reason=(
-                        f"cannot commit the pending edit of {p.task_id}: {exc}")))
-                    return False
-                how = "committed the pending edit"
-            p.edit_state = "committed"
-            log.info("verify.recovered", repo=str(self.root), task=p.task_id, how=how,
-                     commit=p.commit_sha)
-            self.report_recovered(p)
-            self.settle(self.dead_runs_claim(p), p)
-        return True
-
-    def stray_temp_files(self, paths: list[str]) -> list[Path]:
-        """Temporary siblings `atomic_write` makes for these task files (`.<name>.*.tmp`)."""
-        found: list[Path] = []
-        for rel in paths:
-            path = self.root / rel
-            found.extend(path.parent.glob(f".{glob.escape(path.name)}.*.tmp"))
-        return found
-
-    def report_recovered(self, p: Attempt) -> None:
-        # The killed run never reported this verdict: this run does, so a failure still reaches
-        # the exit code and the output.
-        note = "verdict of an interrupted run, finished by this one"
-        p.reason = f"{p.reason}; {note}" if p.reason else note
-        self.finish(p)
-
+        problem = readiness.not_ready(doing, git.work_tree_state(self.root), self.repo.branch)
+        if problem is not None:
+            return problem
+        facts = git.commit_facts(self.root, self.repo.branch, readiness.verdict_paths(
+            [(c.task.path.relative_to(self.root), c.task.folder) for c in due]))
+        return readiness.cannot_commit(facts)

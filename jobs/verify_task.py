@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from jobs import backlog, drift, edit_plan, eligibility, git, runner, verdicts
+from jobs import backlog, drift, edit_plan, eligibility, git, kept, runner, verdicts
 from jobs.config import Config, RepoConfig
 from jobs.fsutil import atomic_write
 from jobs.ledger import Attempt, Ledger
@@ -58,6 +58,18 @@ class RepoContext:
 class TaskResult:
     attempt: Attempt      # recorded in the ledger already when its `id` is set
     go_on: bool = True    # False: the repository's remaining tasks must not run
+    # The repository's own error, found after this task (a commit hook changed the tree).
+    repo_error: str | None = None
+
+
+@dataclass(frozen=True)
+class Committed:
+    """How a verdict commit went, checked afterwards."""
+
+    sha: str | None = None           # the commit, when it stands
+    refused: str | None = None       # git's message when the commit was refused
+    extra: tuple[str, ...] = ()      # paths a hook added to it: the commit was undone
+    hook_changed: str | None = None  # the repository's error: the tree changed around it
 
 
 def storable(result: Attempt) -> Attempt:
@@ -101,7 +113,7 @@ def verify_task(ctx: RepoContext, task: eligibility.Classified,
             att.exit_code, att.duration = outcome.exit_code, outcome.duration
             att.output_path = outcome.output_path
             return TaskResult(att, go_on=False)
-    return TaskResult(write_verdict(ctx, task, config, outcome, started))
+    return write_verdict(ctx, task, config, outcome, started)
 
 
 def output_path(ctx: RepoContext, task: eligibility.Classified) -> Path:
@@ -175,7 +187,7 @@ def run_recipe(ctx: RepoContext, task: eligibility.Classified,
 
 def write_verdict(ctx: RepoContext, task: eligibility.Classified,
                   config: backlog.BacklogConfig, outcome: verdicts.Outcome,
-                  started: datetime) -> Attempt:
+                  started: datetime) -> TaskResult:
     """Write the verdict into the task file and commit exactly that file."""
     assert ctx.ledger is not None
     result = ctx.attempt(outcome.verdict, task=task, started=started)
@@ -186,11 +198,11 @@ def write_verdict(ctx: RepoContext, task: eligibility.Classified,
         current = task.task.path.read_bytes()
     except OSError as exc:
         result.verdict, result.reason = "error", f"cannot read the task file again: {exc}"
-        return result
+        return TaskResult(result)
     edit = edit_plan.plan(ctx.root, task, config, outcome, current, datetime.now(UTC))
     if isinstance(edit, str):
         result.verdict, result.reason = "error", edit
-        return result
+        return TaskResult(result)
     result.edit_state = "pending"
     result.before_sha256 = edit_plan.sha256(edit.before)
     result.after_sha256 = edit_plan.sha256(edit.after)
@@ -208,17 +220,61 @@ def write_verdict(ctx: RepoContext, task: eligibility.Classified,
             edit.target.unlink(missing_ok=True)
         result.verdict, result.edit_state = "error", "abandoned"
         result.reason = f"cannot write the task file: {exc}"
-        return result
-    try:
-        result.commit_sha = git.commit_paths(ctx.root, edit.paths, edit.message,
-                                             new=edit.paths[1:])
-        result.edit_state = "committed"
-    except git.GitError as exc:
-        if edit.moves:
-            edit.target.unlink()
-        atomic_write(edit.source, edit.before)
-        result.edit_state = "restored"
-        result.reason = f"commit failed, task file restored: {exc}"
-        log.error("verify.commit_failed", repo=str(ctx.root), task=task.task.id, reason=str(exc))
+        return TaskResult(result)
+    done = commit_checked(ctx, edit.paths, edit.message, restore=lambda: restore(edit))
+    settle(ctx, result, done, edit.after)
     result.ended_at = datetime.now(UTC)
-    return result
+    return TaskResult(result, go_on=done.hook_changed is None, repo_error=done.hook_changed)
+
+
+def restore(edit: edit_plan.EditPlan) -> None:
+    """Put the task file back as it was before the verdict."""
+    if edit.moves:
+        edit.target.unlink(missing_ok=True)
+    atomic_write(edit.source, edit.before)
+
+
+def commit_checked(ctx: RepoContext, paths: list[str], message: str,
+                   restore: Callable[[], None]) -> Committed:
+    """Commit exactly `paths`, then check the commit and the tree (SPEC: "The commit is checked
+    afterwards"). A refused commit calls `restore`; a commit holding more is undone."""
+    head = git.head_sha(ctx.root)
+    try:
+        sha = git.commit_paths(ctx.root, paths, message, new=paths[1:])
+    except git.GitError as exc:
+        restore()
+        return Committed(refused=str(exc),
+                         hook_changed=drift.hook_changes(git.work_tree_state(ctx.root)))
+    return check_commit(ctx, head, sha, paths)
+
+
+def check_commit(ctx: RepoContext, head: str, sha: str, paths: list[str]) -> Committed:
+    """Keep the verdict commit `sha` (made on `head`) only if it holds exactly `paths`; then
+    look at the tree a commit hook may have changed."""
+    extra = tuple(drift.extra_paths(git.commit_files(ctx.root, sha), paths))
+    if extra:
+        # The tree was clean before our edit: going back to `head` restores the task file too.
+        git.undo_commit(ctx.root, head)
+        log.error("verify.commit_undone", repo=str(ctx.root), commit=sha, paths=list(extra),
+                  reason="a commit hook staged other paths")
+        return Committed(extra=extra,
+                         hook_changed=drift.hook_changes(git.work_tree_state(ctx.root)))
+    return Committed(sha=sha, hook_changed=drift.hook_changes(git.work_tree_state(ctx.root)))
+
+
+def settle(ctx: RepoContext, result: Attempt, done: Committed, after: bytes) -> None:
+    """The attempt's verdict, edit state and reason after its checked commit."""
+    if done.sha is not None:
+        result.commit_sha, result.edit_state = done.sha, "committed"
+    elif done.extra:
+        result.reason = (f"the {result.verdict} verdict's commit also held "
+                         f"{', '.join(done.extra)} (a commit hook staged it): commit undone, "
+                         "task file restored")
+        result.verdict, result.edit_state = "error", "restored"
+    else:
+        # Kept, so a later run commits it without running the recipe again.
+        kept.save(ctx.config.state_dir, after)
+        result.edit_state = "restored"
+        result.reason = f"commit failed, task file restored: {done.refused}"
+        log.error("verify.commit_failed", repo=str(ctx.root), task=result.task_id,
+                  reason=done.refused)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 from pathlib import Path
 
-from jobs import backlog, git, runner
+from jobs import backlog, git, readiness, runner
 from jobs.commands.common import no_repos_hint, setup
 from jobs.config import Config, find_config_path
 from jobs.errors import EXIT_FAILED, EXIT_OK
@@ -61,51 +60,88 @@ def identity_check(root: Path) -> Check | None:
     Scheduled runs often have neither a global git config nor GIT_* variables; then each verdict
     is restored after its refused commit, every morning, and only the log says why.
     """
-    for var in ("GIT_COMMITTER_IDENT", "GIT_AUTHOR_IDENT"):
-        proc = subprocess.run(["git", "var", var], cwd=root, stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            said = [line for line in proc.stderr.splitlines() if line.startswith("fatal:")]
-            return Check(f"repo {root}", False,
-                         f"git cannot name the committer: {said[-1] if said else var}",
-                         f"git -C {root} config user.name …; git -C {root} config user.email …"
-                         " (or set them globally for the account the scheduler runs as)")
-    return None
+    problem = git.committer_problem(root)
+    if problem is None:
+        return None
+    return Check(f"repo {root}", False, f"git cannot name the committer: {problem}",
+                 f"git -C {root} config user.name …; git -C {root} config user.email …"
+                 " (or set them globally for the account the scheduler runs as)")
+
+
+# Where verdicts are committed: an ignore rule matching either makes their commits fail.
+PROBE_PATHS = ("backlog/tasks/loop-verify-probe.md", "backlog/completed/loop-verify-probe.md")
+
+
+def commit_check(root: Path, branch: str) -> Check | None:
+    """A failing Check when no verdict could be committed here (`run` skips the repository)."""
+    facts = git.commit_facts(root, branch, PROBE_PATHS)
+    problem = readiness.cannot_commit(facts)
+    if problem is None:
+        return None
+    return Check(f"repo {root}", False, problem, readiness.commit_fix(facts, root))
+
+
+def kept_check(root: Path, ledger: Ledger | None) -> Check | None:
+    """A failing Check when verdicts wait in the ledger because their commit was refused."""
+    if ledger is None:
+        return None
+    try:
+        rows = ledger.kept(str(root))
+    except LedgerError:
+        return None   # the ledger check says what is wrong with it
+    if not rows:
+        return None
+    first = rows[0]
+    shown = f"{first.task_id} ({first.verdict}): {first.reason}"
+    more = f" and {len(rows) - 1} more" if len(rows) > 1 else ""
+    return Check(f"repo {root}", False,
+                 f"{len(rows)} verdict(s) waiting to be committed: {shown}{more}",
+                 "let the commit hooks accept a commit of only a task file (message "
+                 "`loop-verify: …`); the next run commits them without running the recipes again")
 
 
 def repo_checks(config: Config) -> list[Check]:
     checks = []
-    for repo in config.repos:
-        name = f"repo {repo.path}"
-        try:
-            backlog.read_config(repo.path)
-        except backlog.BacklogError as exc:
-            checks.append(Check(name, False, f"backlog not readable: {exc}",
-                                "run `backlog init` there or fix backlog/config.yml"))
-            continue
-        try:
-            doing = git.operation_in_progress(git.git_dir(repo.path))
-            state = git.work_tree_state(repo.path)
-        except (OSError, git.GitError) as exc:
-            checks.append(Check(name, False, str(exc), "check the repository"))
-            continue
-        if doing:
-            checks.append(Check(name, False, doing, "finish or abort it"))
-        elif state.branch != repo.branch:
-            checks.append(Check(name, False,
-                                f"on {state.branch or 'a detached HEAD'}, not {repo.branch}",
-                                f"git -C {repo.path} switch {repo.branch}"))
-        elif not state.clean:
-            checks.append(Check(name, False, f"{len(state.changes)} uncommitted change(s)",
-                                "commit or stash them; loop-verify skips a dirty work tree"))
-        elif runner.find_justfile(repo.path) is None:
-            checks.append(Check(name, False, "no justfile in the repository root",
-                                "every due task there will fail with `no justfile`"))
-        elif (unknown := identity_check(repo.path)) is not None:
-            checks.append(unknown)
-        else:
-            checks.append(Check(name, True, f"clean on {repo.branch}, backlog found", None))
+    try:
+        ledger: Ledger | None = Ledger(config.ledger, machine=config.machine)
+    except LedgerError:
+        ledger = None
+    try:
+        for repo in config.repos:
+            checks.append(repo_check(repo.path, repo.branch, ledger))
+    finally:
+        if ledger is not None:
+            ledger.close()
     return checks
+
+
+def repo_check(root: Path, branch: str, ledger: Ledger | None) -> Check:
+    name = f"repo {root}"
+    try:
+        backlog.read_config(root)
+    except backlog.BacklogError as exc:
+        return Check(name, False, f"backlog not readable: {exc}",
+                     "run `backlog init` there or fix backlog/config.yml")
+    try:
+        doing = git.operation_in_progress(git.git_dir(root))
+        state = git.work_tree_state(root)
+        if doing:
+            return Check(name, False, doing, "finish or abort it")
+        if state.branch != branch:
+            return Check(name, False, f"on {state.branch or 'a detached HEAD'}, not {branch}",
+                         f"git -C {root} switch {branch}")
+        if not state.clean:
+            return Check(name, False, f"{len(state.changes)} uncommitted change(s)",
+                         "commit or stash them; loop-verify skips a dirty work tree")
+        if runner.find_justfile(root) is None:
+            return Check(name, False, "no justfile in the repository root",
+                         "every due task there will fail with `no justfile`")
+        problem = (identity_check(root) or commit_check(root, branch)
+                   or kept_check(root, ledger))
+    except (OSError, git.GitError) as exc:
+        return Check(name, False, str(exc), "check the repository")
+    return problem or Check(name, True, f"clean on {branch}, backlog found, "
+                            "can take a commit", None)
 
 
 def main(args: argparse.Namespace) -> int:

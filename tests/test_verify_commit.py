@@ -1,0 +1,313 @@
+"""Verdict commits against hostile repositories: hooks that stage or change files, hooks that
+refuse, a stale index.lock, signing that cannot work, an ignored backlog/ (issue 9 items 4-6).
+
+Real repositories with bare remotes, real `just`, real hooks in .git/hooks and real gpg
+configuration; `loop-verify` is called in-process (no signal is involved).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from verify_helpers import VerifyRepo, make_verify_repo
+
+from jobs.config import load_config
+from jobs.ledger import Attempt, Ledger
+from jobs.main import main as verify_main
+
+TODAY = ("--today", "2026-11-30")
+
+
+def counting_repo(tmp_path: Path) -> tuple[VerifyRepo, Path]:
+    """A repository whose recipe `verify-count` appends a line to a file outside it per run."""
+    count = tmp_path / "recipe-runs.txt"
+    repo = make_verify_repo(tmp_path, justfile=(
+        f"verify-count:\n    echo ran >> {count}\n\nverify-ok:\n    echo ok\n"))
+    (repo.root / "VERSION").write_text("1\n")
+    repo.commit_all("version")
+    return repo, count
+
+
+def runs(count: Path) -> int:
+    return len(count.read_text().splitlines()) if count.exists() else 0
+
+
+def hook(repo: VerifyRepo, name: str, body: str) -> Path:
+    path = repo.root / ".git" / "hooks" / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def run_json(repo: VerifyRepo, capsys: pytest.CaptureFixture[str],
+             *args: str) -> tuple[int, list[dict[str, Any]]]:
+    capsys.readouterr()
+    code = verify_main(["run", "--config", str(repo.config_path), *TODAY, "--json", *args])
+    data = json.loads(capsys.readouterr().out)
+    return code, list(data["results"])
+
+
+def doctor(repo: VerifyRepo, capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    verify_main(["doctor", "--config", str(repo.config_path)])
+    return capsys.readouterr().out
+
+
+# -- item 4: the verdict commit holds exactly the task file -----------------------------------
+
+def test_a_hook_that_stages_another_file_gets_the_verdict_commit_undone(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo, count = counting_repo(tmp_path)
+    task = repo.add_task(1, notes="verify-cmd: just verify-count")
+    repo.commit_all("task")
+    hook(repo, "pre-commit", "echo 2 > VERSION\ngit add VERSION\n")
+    head, before, remote = repo.head(), task.read_bytes(), repo.remote_refs()
+
+    code, results = run_json(repo, capsys)
+
+    assert code == 3
+    [result] = results
+    assert result["verdict"] == "error" and result["task_id"] == "TASK-1"
+    assert "VERSION" in result["reason"] and "undone" in result["reason"], result["reason"]
+    assert repo.head() == head and repo.remote_refs() == remote
+    assert task.read_bytes() == before
+    assert (repo.root / "VERSION").read_text() == "1\n"
+    assert repo.status() == ""
+    assert runs(count) == 1
+
+
+def test_a_reopening_move_is_still_one_commit_of_both_paths(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The check must accept the move out of completed/ it makes itself.
+    repo = make_verify_repo(tmp_path, justfile="verify-bad:\n    exit 1\n")
+    repo.add_task(1, folder="completed", notes="verify-cmd: just verify-bad")
+    repo.commit_all("task")
+    code, [result] = run_json(repo, capsys)
+    assert code == 1 and result["verdict"] == "fail" and result["edit_state"] == "committed"
+    assert sorted(repo.files_in_head_commit()) == [
+        "backlog/completed/task-1 - Task-1.md", "backlog/tasks/task-1 - Task-1.md"]
+
+
+# -- item 5: a commit hook that changes the work tree is the repository's error ----------------
+
+def test_a_commit_hook_changing_the_tree_is_an_error_not_the_next_recipes_drift(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo, count = counting_repo(tmp_path)
+    first = repo.add_task(1, notes="verify-cmd: just verify-count")
+    second = repo.add_task(2, notes="verify-cmd: just verify-count")
+    repo.commit_all("tasks")
+    hook(repo, "post-commit", "echo stamped > hook-stamp.txt\n")
+    untouched = second.read_bytes()
+
+    code, results = run_json(repo, capsys)
+
+    assert code == 3
+    verdicts = [(r["verdict"], r["task_id"]) for r in results]
+    assert verdicts == [("pass", "TASK-1"), ("error", None), ("skipped", "TASK-2")], results
+    assert results[1]["reason"] == "a commit hook changed the work tree: hook-stamp.txt"
+    assert "a commit hook changed the work tree: hook-stamp.txt" in results[2]["reason"]
+    assert all(r["verdict"] != "drift" for r in results)
+    # The first verdict is committed (it holds only its task file); the second recipe never ran.
+    assert repo.files_in_head_commit() == [str(first.relative_to(repo.root))]
+    assert runs(count) == 1 and second.read_bytes() == untouched
+    # What the hook left is left alone.
+    assert (repo.root / "hook-stamp.txt").read_text() == "stamped\n"
+
+
+# -- item 6: a repository that cannot take a commit runs no recipe ----------------------------
+
+def assert_skipped_before_any_recipe(repo: VerifyRepo, count: Path, task: Path,
+                                     capsys: pytest.CaptureFixture[str], *words: str) -> str:
+    head, before = repo.head(), task.read_bytes()
+    code, results = run_json(repo, capsys)
+    assert code == 3, results
+    [result] = results
+    assert result["verdict"] == "skipped" and result["task_id"] is None
+    reason = str(result["reason"])
+    for word in words:
+        assert word in reason, reason
+    assert runs(count) == 0
+    assert repo.head() == head and task.read_bytes() == before
+    return reason
+
+
+def test_a_stale_index_lock_skips_the_repository_before_any_recipe(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo, count = counting_repo(tmp_path)
+    task = repo.add_task(1, notes="verify-cmd: just verify-count")
+    repo.commit_all("task")
+    lock = repo.root / ".git" / "index.lock"
+    lock.write_text("")
+    assert_skipped_before_any_recipe(repo, count, task, capsys, "index.lock")
+    out = doctor(repo, capsys)
+    assert f"FAIL repo {repo.root}:" in out and "index.lock" in out
+    assert f"remove {lock}" in out
+
+
+def test_signing_with_no_usable_key_skips_the_repository_before_any_recipe(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    gnupg = tmp_path / "gnupg"
+    gnupg.mkdir(mode=0o700)
+    monkeypatch.setenv("GNUPGHOME", str(gnupg))   # an empty keyring: the key is nowhere
+    repo, count = counting_repo(tmp_path)
+    task = repo.add_task(1, notes="verify-cmd: just verify-count")
+    repo.commit_all("task")
+    repo.git("config", "commit.gpgsign", "true")
+    repo.git("config", "user.signingkey", "0xDEADBEEFDEADBEEF")
+    assert_skipped_before_any_recipe(repo, count, task, capsys, "commit.gpgsign", "sign")
+    out = doctor(repo, capsys)
+    assert f"FAIL repo {repo.root}:" in out and "commit.gpgsign" in out
+    assert "commit.gpgsign false" in out
+
+
+def test_an_ignored_backlog_skips_the_repository_before_any_recipe(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo, count = counting_repo(tmp_path)
+    (repo.root / ".gitignore").write_text("ignored/\nbacklog/\n")
+    repo.commit_all("ignore the backlog")
+    # The task lives only on disk: git does not see it, so the tree looks clean.
+    task = repo.add_task(1, notes="verify-cmd: just verify-count")
+    assert repo.status() == ""
+    reason = assert_skipped_before_any_recipe(repo, count, task, capsys, "backlog/", "ignored")
+    assert ".gitignore" in reason
+    out = doctor(repo, capsys)
+    assert f"FAIL repo {repo.root}:" in out and "ignored" in out and ".gitignore" in out
+
+
+# -- item 6: a verdict refused by a hook is kept and committed later without the recipe --------
+
+def test_a_refused_verdict_is_committed_later_without_running_the_recipe_again(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo, count = counting_repo(tmp_path)
+    task = repo.add_task(1, notes="verify-cmd: just verify-count")
+    repo.commit_all("task")
+    refusing = hook(repo, "commit-msg", "echo 'commit-msg: no ticket number' >&2\nexit 1\n")
+    head, before = repo.head(), task.read_bytes()
+
+    code, [first] = run_json(repo, capsys)
+    assert code == 3 and first["verdict"] == "pass" and first["edit_state"] == "restored"
+    assert "no ticket number" in first["reason"]
+    assert runs(count) == 1 and task.read_bytes() == before and repo.head() == head
+
+    # Still refused: the recipe is not run again for a verdict it already gave.
+    code, [second] = run_json(repo, capsys)
+    assert code == 3 and second["verdict"] == "error" and second["task_id"] == "TASK-1"
+    assert "no ticket number" in second["reason"]
+    assert runs(count) == 1 and task.read_bytes() == before and repo.head() == head
+    out = doctor(repo, capsys)
+    assert "verdict" in out and "no ticket number" in out and "TASK-1" in out
+
+    refusing.unlink()
+    code, [third] = run_json(repo, capsys)
+    assert code == 0 and third["verdict"] == "pass" and third["edit_state"] == "committed"
+    assert runs(count) == 1
+    assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-count)"
+    assert repo.files_in_head_commit() == [str(task.relative_to(repo.root))]
+    assert "verify:2026-11-01" not in task.read_text() and repo.status() == ""
+    assert third["commit_sha"] == repo.head()
+
+    # Nothing is left to commit and nothing is due: a fourth run does nothing at all.
+    code, results = run_json(repo, capsys)
+    assert code == 0 and results == [] and runs(count) == 1
+
+
+def test_a_kept_verdict_is_dropped_when_the_task_file_changed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo, count = counting_repo(tmp_path)
+    task = repo.add_task(1, notes="verify-cmd: just verify-count")
+    repo.commit_all("task")
+    refusing = hook(repo, "pre-commit", "echo 'pre-commit: refused' >&2\nexit 1\n")
+    code, _ = run_json(repo, capsys)
+    assert code == 3 and runs(count) == 1
+    refusing.unlink()
+    # The owner edits the task: the verdict kept for the old text no longer applies.
+    task.write_text(task.read_text().replace("Task 1\n<!-- SECTION:DESCRIPTION:END",
+                                             "Task 1, reworded\n<!-- SECTION:DESCRIPTION:END"))
+    repo.commit_all("reword")
+
+    code, [result] = run_json(repo, capsys)
+    assert code == 0 and result["verdict"] == "pass" and result["edit_state"] == "committed"
+    assert runs(count) == 2
+    assert "reworded" in task.read_text()
+    history = [(a["verdict"], a["edit_state"]) for a in repo.history()]
+    assert history == [("pass", "abandoned"), ("pass", "committed")], history
+
+
+def test_doctor_says_ok_for_a_repository_that_can_take_a_commit(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    out = doctor(repo, capsys)
+    assert f"ok   repo {repo.root}: clean on main, backlog found" in out
+
+
+def test_a_refused_reopening_is_kept_and_later_committed_as_the_move(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    count = tmp_path / "recipe-runs.txt"
+    repo = make_verify_repo(tmp_path, justfile=f"verify-bad:\n    echo ran >> {count}\n"
+                            "    exit 1\n")
+    done = repo.add_task(1, folder="completed", notes="verify-cmd: just verify-bad")
+    repo.commit_all("task")
+    refusing = hook(repo, "pre-commit", "echo 'pre-commit: frozen' >&2\nexit 1\n")
+    code, [first] = run_json(repo, capsys)
+    assert code == 1 and first["verdict"] == "fail" and first["edit_state"] == "restored"
+    reopened = repo.root / "backlog" / "tasks" / done.name
+    assert done.exists() and not reopened.exists() and repo.status() == ""
+
+    refusing.unlink()
+    code, [second] = run_json(repo, capsys)
+    assert code == 1 and second["verdict"] == "fail" and second["edit_state"] == "committed"
+    assert runs(count) == 1
+    assert sorted(repo.files_in_head_commit()) == [
+        str(done.relative_to(repo.root)), str(reopened.relative_to(repo.root))]
+    assert not done.exists() and "status: To Do" in reopened.read_text()
+    assert repo.status() == ""
+
+
+def test_a_dry_run_reports_a_repository_that_cannot_take_a_commit(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo, count = counting_repo(tmp_path)
+    repo.add_task(1, notes="verify-cmd: just verify-count")
+    repo.commit_all("task")
+    (repo.root / ".git" / "index.lock").write_text("")
+    code, [result] = run_json(repo, capsys, "--dry-run")
+    assert code == 3 and result["verdict"] == "skipped" and "index.lock" in result["reason"]
+    assert runs(count) == 0
+
+
+def test_a_recovered_pending_edit_is_checked_like_any_verdict_commit(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # What a run killed between writing a verdict and committing it leaves: the edited file and
+    # a pending ledger row. Its commit by the next run meets a hook that stages VERSION.
+    repo, count = counting_repo(tmp_path)
+    task = repo.add_task(1, notes="verify-cmd: just verify-count")
+    repo.commit_all("task")
+    head, before = repo.head(), task.read_bytes()
+    after = before.replace(b"  - 'verify:2026-11-01'\n", b"")
+    assert after != before
+    ledger = Ledger(load_config(repo.config_path).ledger)
+    rel = str(task.relative_to(repo.root))
+    ledger.record(Attempt(
+        run_id="killed", started_at=datetime(2026, 11, 30, 7, 30, tzinfo=UTC),
+        repo=str(repo.root), verdict="pass", task_id="TASK-1", task_path=rel,
+        recipe="verify-count", label_date="2026-11-01", edit_state="pending",
+        before_sha256=hashlib.sha256(before).hexdigest(),
+        after_sha256=hashlib.sha256(after).hexdigest(), edit_paths=[rel],
+        commit_message="loop-verify: TASK-1 passed (just verify-count)"))
+    ledger.close()
+    task.write_bytes(after)
+    hook(repo, "pre-commit", "echo 2 > VERSION\ngit add VERSION\n")
+
+    code, results = run_json(repo, capsys)
+
+    assert code == 3
+    assert results[0]["verdict"] == "error" and "VERSION" in results[0]["reason"], results
+    assert repo.head() == head and task.read_bytes() == before
+    assert (repo.root / "VERSION").read_text() == "1\n" and repo.status() == ""
+    states = {a["run_id"]: a["edit_state"] for a in repo.history()}
+    assert states["killed"] == "abandoned"
