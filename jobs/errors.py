@@ -64,10 +64,12 @@ crash_log: Path | None = None
 def log_unexpected(prog: str, exc: BaseException) -> None:
     """Write an unexpected exception to the log as one event (with its traceback there, never on
     the terminal). Never raises: the one line on stderr has been printed already."""
-    import logging
-
     try:
-        if not logging.getLogger().handlers:
+        configured = "structlog" in sys.modules and sys.modules["structlog"].is_configured()
+        if not configured:
+            # The verb never opened the log (`list` opens it only now), or failed before it
+            # did: open the one the configuration names, if it was read; an unconfigured
+            # structlog would print the event to stdout.
             if crash_log is None:
                 return
             from jobs.logs import configure_logging

@@ -37,11 +37,6 @@ _SQ = rf"'(?:[^{_BAD}']++|'')*+'"
 _DQ = rf'"[^{_BAD}"\\\\]*"'
 _FLOW_ITEM = rf"(?:{_SQ}|{_DQ}|{_FLOW_PLAIN})"
 _FLOW = rf"\[ *(?:{_FLOW_ITEM}(?: *, *{_FLOW_ITEM})* *)?\]"
-_FAST_LINE_PATTERN = (
-    rf"^(?:([A-Za-z_][A-Za-z0-9_-]*):(?: +({_SQ}|{_DQ}|{_FLOW}|{_PLAIN}))? *"
-    rf"|( *)- ({_SQ}|{_DQ}|{_PLAIN}) *"
-    rf"| *)\r?\n")
-_fast_line: re.Pattern[str] | None = None  # compiled on first use: only edits need it
 _FLOW_ITEMS = re.compile(_FLOW_ITEM)
 
 # The same subset as whole-frontmatter patterns, for the scan's four fields (no Python per line).
@@ -98,20 +93,20 @@ FM_NAMES = re.compile(rf"\n({_KEY}):")  # after validation: every key, for repea
 # The value after `key:` (validated already): one line, a folded block, or nothing (a list).
 _VALUE_AT_PATTERN = (
     rf"(?: +({_VALUE}) *\r?\n| +>-\r?\n((?: +{_FOLD_LINE})++)| *\r?\n)")
-# The CLI always writes these three first, in this order: one match takes them all.
-_HEAD_PATTERN = rf"id: +({_VALUE}) *\r?\ntitle: +({_VALUE}) *\r?\nstatus: +({_VALUE}) *\r?\n"
 _BLOCK_AT_PATTERN = rf" *\r?\n((?:(?: *| *- {_ITEM} *)\r?\n)*+)"
 _per_file_patterns: tuple[re.Pattern[str], ...] = ()
 
 
 def _per_file() -> tuple[re.Pattern[str], ...]:
-    """(valid, head, value-at, block-at), compiled on first use: a scan of CLI-written files
-    never needs them, and every pattern compiled costs start-up time."""
+    """(valid, value-at, block-at), compiled on first use: a scan of CLI-written files never
+    needs them, and every pattern compiled costs start-up time."""
     global _per_file_patterns
     if not _per_file_patterns:
         _per_file_patterns = tuple(re.compile(p) for p in (
-            _VALID_PATTERN, _HEAD_PATTERN, _VALUE_AT_PATTERN, _BLOCK_AT_PATTERN))
+            _VALID_PATTERN, _VALUE_AT_PATTERN, _BLOCK_AT_PATTERN))
     return _per_file_patterns
+
+
 _FM_ITEM = re.compile(rf"^ *- ({_ITEM}) *\r?$", re.MULTILINE)
 
 
@@ -125,48 +120,53 @@ def _value(raw: str) -> str | list[str]:
     return scalar(raw)
 
 
-_FIELD_MARKERS = ("\nid:", "\ntitle:", "\nstatus:", "\nlabels:")
-
-
-def fast_fields(fm: str) -> tuple[Any, Any, Any, Any] | None:
-    """(id, title, status, labels) as the YAML loader would read them, or None when `fm` is
-    outside the simple subset (then the caller asks `load_frontmatter`). Missing keys read as ""."""
+def fast_frontmatter(fm: str, only: frozenset[str] | None = None) -> dict[str, Any] | None:
+    """The mapping the YAML loader would build, when `fm` is in the simple subset the CLI writes
+    (see the module docstring); else None, and the caller asks PyYAML. With `only`, just those
+    keys (a value outside the subset under another key does not matter then). This is the one
+    per-file fast reader: `fast_fields` and the editor both use it."""
     if has_odd(fm):
         return None
-    valid, head_at, value_at, block_at = _per_file()
+    valid, value_at, block_at = _per_file()
     text = "\n" + fm + "\n"
     if valid.fullmatch(text, 1) is None:
         return None
-    names = FM_NAMES.findall(text)
+    names = FM_NAMES.findall(text)  # validated: exactly the top-level keys, in order
     if len(set(names)) != len(names):
         return None  # a repeated key: YAML reports it
-    head = head_at.match(text, 1)
-    if head is not None:
-        values: list[Any] = [_value(v) for v in head.groups()]
-        markers: tuple[str, ...] = _FIELD_MARKERS[3:]
-    else:
-        values = []
-        markers = _FIELD_MARKERS
-    for marker in markers:
-        at = text.find(marker)
-        if at < 0:
-            values.append("")
+    out: dict[str, Any] = {}
+    at = 1
+    for key in names:
+        if only is not None and key not in only:
             continue
-        at += len(marker)
+        at = text.find(f"\n{key}:", at - 1) + len(key) + 2
         m = value_at.match(text, at)
         if m is None:  # pragma: no cover - the text was validated above
             return None
         raw, folded = m.group(1, 2)
         if raw:
-            values.append(_value(raw))
+            out[key] = _value(raw)
         elif folded:
-            values.append(" ".join([line.strip(" \r") for line in folded.split("\n")[:-1]]))
+            out[key] = " ".join([line.strip(" \r") for line in folded.split("\n")[:-1]])
         else:
             block = block_at.match(text, at)
             if block is None or text[block.end():block.end() + 1] in (" ", "-"):
                 return None  # an item this reader does not take apart (a folded one, say)
-            values.append([scalar(x) for x in _FM_ITEM.findall(block.group(1))] or "")
-    return values[0], values[1], values[2], values[3]
+            out[key] = [scalar(x) for x in _FM_ITEM.findall(block.group(1))] or ""
+    return out
+
+
+_FIELDS = frozenset(("id", "title", "status", "labels"))
+
+
+def fast_fields(fm: str) -> tuple[Any, Any, Any, Any] | None:
+    """(id, title, status, labels) as the YAML loader would read them, or None when `fm` is
+    outside the simple subset (then the caller asks `load_frontmatter`). Missing keys read as ""."""
+    found = fast_frontmatter(fm, _FIELDS)
+    if found is None:
+        return None
+    get = found.get
+    return get("id", ""), get("title", ""), get("status", ""), get("labels", "")
 
 
 def scalar(raw: str) -> str:
@@ -176,48 +176,5 @@ def scalar(raw: str) -> str:
     if first == '"':
         return raw[1:-1]
     return raw.rstrip(" ")
-
-
-def fast_frontmatter(fm: str) -> dict[str, Any] | None:
-    """The mapping the YAML loader would build, when `fm` is in the simple subset; else None."""
-    global _fast_line
-    if has_odd(fm):
-        return None
-    if _fast_line is None:
-        _fast_line = re.compile(_FAST_LINE_PATTERN, re.MULTILINE)
-    text = fm + "\n"
-    lines = _fast_line.findall(text)
-    if len(lines) != text.count("\n"):
-        return None  # some line is outside the subset (matches can only start a line)
-    out: dict[str, Any] = {}
-    bare: list[str] = []
-    items: list[str] | None = None
-    indent: str | None = None
-    for key, raw, ind, item in lines:
-        if key:
-            if key in out:
-                return None  # YAML reports the repeated key
-            if not raw:
-                items = []
-                indent = None
-                out[key] = items
-                bare.append(key)
-            else:
-                items = None
-                if raw[0] == "[":
-                    inner = raw[1:-1]
-                    out[key] = ([scalar(x) for x in _FLOW_ITEMS.findall(inner)]
-                                if inner.strip(" ") else [])
-                else:
-                    out[key] = scalar(raw)
-        elif item:
-            if items is None or (indent is not None and ind != indent):
-                return None
-            indent = ind
-            items.append(scalar(item))
-    for key in bare:
-        if not out[key]:
-            out[key] = ""  # `key:` with nothing after it is an empty text for YAML
-    return out
 
 

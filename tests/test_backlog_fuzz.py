@@ -144,6 +144,7 @@ def fuzz_repo(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unty
 
 def put(repo_root: Path, data: bytes) -> None:
     path = repo_root / "backlog" / "tasks" / "task-1 - fuzz.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     subprocess.run(["git", "add", "-A"], cwd=repo_root, check=True)
     subprocess.run(["git", "commit", "-q", "--allow-empty", "-m", "fuzz"], cwd=repo_root,
@@ -176,6 +177,7 @@ def test_run_never_crashes(fuzz_repo, data: bytes,  # type: ignore[no-untyped-de
                    "--json"])
     out, err = capsys.readouterr()
     assert rc in (0, 1, 3), err
+    assert out.strip(), err
     results = json.loads(out)["results"]
     assert not [r for r in results if CRASH.search(r["reason"] or "")], results
     assert not CRASH.search(err), err
