@@ -93,3 +93,20 @@ class DailyTrigger(BaseTrigger):  # type: ignore[misc]
 
     def __repr__(self) -> str:
         return f"<DailyTrigger at={self.at.isoformat()} timezone={self.timezone}>"
+
+
+def due_run(next_run: datetime | None, trigger: BaseTrigger, now: datetime) -> datetime | None:
+    """The occurrence a scheduler started at `now` acts on, or None when nothing is overdue.
+
+    With `coalesce`, APScheduler folds every occurrence from `next_run` up to `now` into the
+    latest one, and judges only that one against the misfire grace: a run missed two days ago is
+    caught up by yesterday's or today's occurrence, not dropped.
+    """
+    if next_run is None or next_run > now:
+        return None
+    latest = next_run
+    while True:
+        following: datetime | None = trigger.get_next_fire_time(latest, now)
+        if following is None or following > now:
+            return latest
+        latest = following

@@ -186,7 +186,7 @@ def next_fire_time(hour: int, minute: int, zone: tzinfo, now: datetime) -> datet
 
 
 def _machine_zone() -> tzinfo:
-    from jobs.scheduler import machine_zone
+    from jobs.jobstore import machine_zone
 
     here = datetime.now().astimezone().tzinfo
     assert here is not None

@@ -230,7 +230,8 @@ def systemd_check(config: Config, *, now: datetime | None = None,
 def serve_check(config: Config) -> Check | None:
     """A running `loop-verify serve` on this state directory, or None when there is none."""
     from jobs.fsutil import LockBusy, exclusive_lock
-    from jobs.scheduler import SERVE_LOCK, stored_next_run
+    from jobs.jobstore import stored_next_run
+    from jobs.scheduler import SERVE_LOCK
 
     lock = config.state_dir / SERVE_LOCK
     if not lock.exists():

@@ -30,7 +30,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from datetime import UTC, datetime, tzinfo
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -42,22 +42,25 @@ from apscheduler.events import (
     EVENT_JOB_MISSED,
     JobExecutionEvent,
 )
-from apscheduler.executors.pool import ThreadPoolExecutor
-from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
-from apscheduler.schedulers.background import BackgroundScheduler
-from apscheduler.schedulers.base import STATE_STOPPED
 from apscheduler.triggers.base import BaseTrigger
 
 from jobs.config import Config, load_config
-from jobs.daily import DailyTrigger
+from jobs.daily import due_run
 from jobs.errors import EXIT_UNCHECKED, LoopError
 from jobs.fsutil import LockBusy, exclusive_lock
+from jobs.jobstore import (
+    JOB_ID,
+    MISFIRE_GRACE_SECONDS,
+    DailyScheduler,
+    JobFunc,
+    build_scheduler,
+    daily_trigger,
+    ensure_job,
+    iso_utc,
+    scheduler_db_path,
+)
 from jobs.logs import get_logger
 
-JOB_ID = "loop-verify-daily"
-JOB_NAME = "loop-verify daily verification"
-MISFIRE_GRACE_SECONDS = 12 * 3600
-SCHEDULER_DB = "scheduler.db"
 SERVE_LOCK = "serve.lock"
 # How often the main thread wakes the scheduler loop so time lost in sleep is noticed.
 WAKE_INTERVAL = 60.0
@@ -69,159 +72,11 @@ EXIT_SERVE_BUSY = EXIT_UNCHECKED
 # process tree), records the attempt as interrupted and edits no task.
 STOP = threading.Event()
 
-JobFunc = Callable[..., Any]
-
 _log = get_logger("loop-jobs.scheduler")
 
 
 class ServeBusy(LoopError):
     """Another `loop-verify serve` holds this state directory."""
-
-
-def schedule_zone(config: Config) -> tzinfo:
-    """The zone the cron trigger fires in.
-
-    Without `timezone:` the configuration's zone is a fixed UTC offset taken at load time; a daemon
-    that lives across a DST change needs the machine's real zone instead.
-    """
-    if config.timezone_name is not None:
-        return config.timezone
-    zone = machine_zone(config.timezone)
-    if zone is config.timezone:
-        _log.warning("scheduler.local_zone_unnamed", fallback=str(zone),
-                     hint="set `timezone:` in the configuration to follow daylight saving time")
-    return zone
-
-
-def machine_zone(fallback: tzinfo) -> tzinfo:
-    """The machine's named zone (DST-aware), or `fallback` when $TZ names none.
-
-    tzlocal refuses a POSIX $TZ such as `UTC0` or an unknown name, and reads `TZ=:/etc/localtime`
-    into a zone that cannot be pickled into the job store; a zone rebuilt from its key can.
-    """
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    from tzlocal import get_localzone
-
-    try:
-        key = getattr(get_localzone(), "key", None)
-        if key:
-            return ZoneInfo(key)
-    except (ZoneInfoNotFoundError, ValueError, OSError):
-        pass
-    return fallback
-
-
-def daily_trigger(config: Config) -> DailyTrigger:
-    hour, minute = config.schedule
-    return DailyTrigger(hour, minute, timezone=schedule_zone(config))
-
-
-def scheduler_db_path(state_dir: Path) -> Path:
-    return state_dir / SCHEDULER_DB
-
-
-def _engine(state_dir: Path) -> sa.Engine:
-    # URL.create keeps a state_dir with spaces, '%' or '?' in it intact.
-    return sa.create_engine(sa.engine.URL.create(
-        "sqlite", database=str(scheduler_db_path(state_dir))))
-
-
-class _Scheduler(BackgroundScheduler):  # type: ignore[misc]
-    """A BackgroundScheduler that never processes jobs after it has been shut down."""
-
-    def _process_jobs(self) -> float | None:
-        # Checked under the job store lock that shutdown() also takes, so the two cannot interleave.
-        with self._jobstores_lock:
-            if self.state == STATE_STOPPED:
-                return None
-            result: float | None = super()._process_jobs()
-            return result
-
-
-def build_scheduler(config: Config) -> _Scheduler:
-    """A scheduler on the persistent job store in `config.state_dir`; not started."""
-    config.state_dir.mkdir(parents=True, exist_ok=True)
-    return _Scheduler(
-        jobstores={"default": SQLAlchemyJobStore(engine=_engine(config.state_dir))},
-        executors={"default": ThreadPoolExecutor(max_workers=1)},
-        job_defaults={"misfire_grace_time": MISFIRE_GRACE_SECONDS, "coalesce": True,
-                      "max_instances": 1},
-        timezone=schedule_zone(config),
-    )
-
-
-def _trigger_key(trigger: Any) -> tuple[str, str]:
-    return str(trigger), str(getattr(trigger, "timezone", ""))
-
-
-def _iso(moment: datetime | None) -> str | None:
-    return None if moment is None else moment.astimezone(UTC).isoformat()
-
-
-def ensure_job(scheduler: _Scheduler, trigger: BaseTrigger, job: JobFunc,
-               kwargs: dict[str, Any], *, state_dir: Path,
-               now: datetime | None = None) -> datetime | None:
-    """Make the stored daily job match the configuration without losing a missed run.
-
-    Call on a scheduler started paused. Returns the job's next run time (which is in the past when
-    a missed run is waiting).
-    """
-    now = now or datetime.now(UTC)
-    options: dict[str, Any] = {"misfire_grace_time": MISFIRE_GRACE_SECONDS, "coalesce": True,
-                               "max_instances": 1, "name": JOB_NAME}
-    overdue_kept: datetime | None = None
-    try:
-        stored = scheduler.get_job(JOB_ID)
-    except Exception as exc:
-        # A stored job whose function no longer imports (renamed in an upgrade) or whose pickle
-        # is damaged would make every start fail; replace it, keeping an overdue run time.
-        recorded = stored_next_run(state_dir)
-        overdue_kept = recorded if recorded is not None and recorded <= now else None
-        scheduler.remove_job(JOB_ID)
-        _log.warning("scheduler.job_replaced", job_id=JOB_ID, error=repr(exc),
-                     kept_overdue_run=_iso(overdue_kept))
-        stored = None
-    if stored is None:
-        if overdue_kept is not None:
-            options["next_run_time"] = overdue_kept
-        added = scheduler.add_job(job, trigger, id=JOB_ID, kwargs=kwargs, **options)
-        _log.info("scheduler.job_added", job_id=JOB_ID, trigger=str(trigger),
-                  timezone=str(trigger.timezone))
-        # Before start() the job is pending and has no next run time yet; compute it as APScheduler
-        # will.
-        when: datetime | None = getattr(added, "next_run_time", None)
-        return when or trigger.get_next_fire_time(None, now)
-    changes: dict[str, Any] = {"func": job, "kwargs": kwargs, **options}
-    next_run: datetime | None = stored.next_run_time
-    if _trigger_key(stored.trigger) != _trigger_key(trigger) or next_run is None:
-        overdue = next_run is not None and next_run <= now
-        new_next = next_run if overdue else trigger.get_next_fire_time(None, now)
-        changes.update(trigger=trigger, next_run_time=new_next)
-        _log.info("scheduler.rescheduled", job_id=JOB_ID,
-                  old_trigger=str(stored.trigger), old_timezone=str(stored.trigger.timezone),
-                  new_trigger=str(trigger), new_timezone=str(trigger.timezone),
-                  next_run_time=_iso(new_next), kept_overdue_run=overdue)
-        next_run = new_next
-    scheduler.modify_job(JOB_ID, **changes)
-    return next_run
-
-
-def due_run(next_run: datetime | None, trigger: BaseTrigger, now: datetime) -> datetime | None:
-    """The occurrence a scheduler started at `now` acts on, or None when nothing is overdue.
-
-    With `coalesce`, APScheduler folds every occurrence from `next_run` up to `now` into the
-    latest one, and judges only that one against the misfire grace: a run missed two days ago is
-    caught up by yesterday's or today's occurrence, not dropped.
-    """
-    if next_run is None or next_run > now:
-        return None
-    latest = next_run
-    while True:
-        following: datetime | None = trigger.get_next_fire_time(latest, now)
-        if following is None or following > now:
-            return latest
-        latest = following
 
 
 def run_daily_verification(config_path: str | None = None) -> int:
@@ -256,18 +111,18 @@ def _on_event(trigger: BaseTrigger) -> Callable[[JobExecutionEvent], None]:
         now = datetime.now(UTC)
         scheduled = event.scheduled_run_time
         if event.code == EVENT_JOB_MISSED:
-            _log.warning("scheduler.missed", job_id=JOB_ID, scheduled_run_time=_iso(scheduled),
+            _log.warning("scheduler.missed", job_id=JOB_ID, scheduled_run_time=iso_utc(scheduled),
                          late_by_seconds=round((now - scheduled).total_seconds(), 1),
                          misfire_grace_seconds=MISFIRE_GRACE_SECONDS)
         elif event.code == EVENT_JOB_ERROR:
-            _log.error("scheduler.run_failed", job_id=JOB_ID, scheduled_run_time=_iso(scheduled),
+            _log.error("scheduler.run_failed", job_id=JOB_ID, scheduled_run_time=iso_utc(scheduled),
                        error=repr(event.exception))
         else:
             _log.info("scheduler.run_finished", job_id=JOB_ID,
-                      scheduled_run_time=_iso(scheduled), exit_code=event.retval)
+                      scheduled_run_time=iso_utc(scheduled), exit_code=event.retval)
         if not STOP.is_set():
             _log.info("scheduler.next_run", job_id=JOB_ID,
-                      next_run_time=_iso(trigger.get_next_fire_time(None, now)))
+                      next_run_time=iso_utc(trigger.get_next_fire_time(None, now)))
 
     return listener
 
@@ -334,7 +189,7 @@ def _state_dir_errors(state_dir: Path) -> Iterator[None]:
 
 
 def _start_paused(config: Config, trigger: BaseTrigger, job: JobFunc,
-                  kwargs: dict[str, Any], now: datetime) -> tuple[_Scheduler, datetime | None]:
+                  kwargs: dict[str, Any], now: datetime) -> tuple[DailyScheduler, datetime | None]:
     """The scheduler started paused with its job in place; on a store that cannot be opened it
     is left stopped and the error is raised."""
     scheduler = build_scheduler(config)
@@ -370,12 +225,12 @@ def _serve_locked(config: Config, trigger: BaseTrigger, job: JobFunc, kwargs: di
         due = due_run(next_run, trigger, now)
         if due is not None:
             late = (now - due).total_seconds()
-            _log.info("scheduler.catch_up", job_id=JOB_ID, scheduled_run_time=_iso(due),
-                      first_missed_run_time=_iso(next_run), late_by_seconds=round(late, 1),
+            _log.info("scheduler.catch_up", job_id=JOB_ID, scheduled_run_time=iso_utc(due),
+                      first_missed_run_time=iso_utc(next_run), late_by_seconds=round(late, 1),
                       will_run=late <= MISFIRE_GRACE_SECONDS)
-        _log.info("scheduler.next_run", job_id=JOB_ID, next_run_time=_iso(next_run))
+        _log.info("scheduler.next_run", job_id=JOB_ID, next_run_time=iso_utc(next_run))
         print(f"loop-verify serve: daily at {config.schedule_text} ({trigger.timezone}); "
-              f"next run {_iso(next_run)}", flush=True)
+              f"next run {iso_utc(next_run)}", flush=True)
         if on_ready is not None:
             on_ready(next_run)
         if not stop.is_set():
@@ -443,22 +298,3 @@ class _SignalPipe:
 def _ignore_here(signum: int, frame: FrameType | None) -> None:
     """The signal is handled by the main loop through the wakeup pipe."""
 
-
-def stored_next_run(state_dir: Path) -> datetime | None:
-    """The next run time recorded in the job store, read without starting a scheduler."""
-    db = scheduler_db_path(state_dir)
-    if not db.exists():
-        return None
-    engine = _engine(state_dir)
-    try:
-        with engine.connect() as conn:
-            row = conn.execute(sa.text(
-                "SELECT next_run_time FROM apscheduler_jobs WHERE id = :id"), {"id": JOB_ID}
-            ).first()
-    except sa.exc.SQLAlchemyError:
-        return None
-    finally:
-        engine.dispose()
-    if row is None or row[0] is None:
-        return None
-    return datetime.fromtimestamp(float(row[0]), UTC)

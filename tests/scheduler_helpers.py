@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 from apscheduler.triggers.base import BaseTrigger
 
 from jobs.config import Config, load_config
-from jobs.scheduler import JOB_ID, JobFunc, build_scheduler, daily_trigger, ensure_job
+from jobs.jobstore import JOB_ID, JobFunc, build_scheduler, daily_trigger, ensure_job
 
 
 def record_run(config_path: str | None = None) -> int:

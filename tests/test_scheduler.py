@@ -24,17 +24,15 @@ from scheduler_helpers import (
 
 from jobs.config import Config
 from jobs.daily import DailyTrigger
-from jobs.logs import configure_logging
-from jobs.scheduler import (
+from jobs.jobstore import (
     JOB_ID,
     MISFIRE_GRACE_SECONDS,
-    ServeBusy,
     build_scheduler,
     daily_trigger,
-    serve,
-    serve_lock,
     stored_next_run,
 )
+from jobs.logs import configure_logging
+from jobs.scheduler import ServeBusy, serve, serve_lock
 
 
 @pytest.fixture
