@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from jobs import proctree
 from jobs.proctree import TOKEN_VAR as TOKEN_VAR
-from jobs.proctree import Scope as Scope
+from jobs.run_scope import Scope as Scope
 
 JUSTFILE_NAMES = ("justfile", "Justfile", ".justfile")
 

@@ -5,6 +5,7 @@ another user's, not another PID namespace's."""
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -18,7 +19,8 @@ import psutil
 import pytest
 from runner_helpers import JUST, marker, processes_with, recipe, write_justfile
 
-from jobs.proctree import SCOPE_DIR, TOKEN_VAR, Scope
+from jobs.proctree import TOKEN_VAR
+from jobs.run_scope import SCOPE_DIR, Scope
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -28,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OWNER = """
 import sys
 from pathlib import Path
-from jobs.proctree import Scope
+from jobs.run_scope import Scope
 from jobs.runner import run_recipe
 root, state = Path(sys.argv[1]), Path(sys.argv[2])
 with Scope(state) as scope:
@@ -197,3 +199,19 @@ def test_another_pid_namespaces_recipe_is_never_swept(tmp_path: Path,
     finally:
         os.killpg(container.pid, signal.SIGKILL)
         container.wait()
+
+
+def test_a_claim_left_half_made_is_removed_only_when_its_maker_is_dead(tmp_path: Path) -> None:
+    folder = tmp_path / "state" / SCOPE_DIR
+    folder.mkdir(parents=True)
+    dead = folder / ".dead.tmp"
+    dead.write_text("")
+    live = folder / ".live.tmp"
+    fd = os.open(live, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # a run making its claim right now
+        with Scope(tmp_path / "state") as scope:
+            assert scope.sweep_abandoned() == 0
+        assert not dead.exists() and live.exists()
+    finally:
+        os.close(fd)
