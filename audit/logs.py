@@ -40,9 +40,29 @@ def set_log_target(log_file: Path | None) -> None:
 
 
 def route_before_github() -> None:
-    if "routed" not in _TARGET:
+    """Route once the command's target is known; used as a library (no command set a
+    target), the host program's own logging configuration stands."""
+    if "file" in _TARGET and "routed" not in _TARGET:
         route_library_logs(_TARGET.get("file"))
         _TARGET["routed"] = None
+
+
+def unroute() -> None:
+    """Give the libraries' loggers back as they were (a command run in-process, as tests do,
+    must not leave its routing behind)."""
+    for name in LIBRARIES:
+        logger = logging.getLogger(name)
+        for old in [h for h in logger.handlers if h.get_name() == "loop-pi-audit"]:
+            logger.removeHandler(old)
+            old.close()
+        saved = _SAVED.pop(name, None)
+        if saved is not None:
+            logger.propagate, level = saved
+            logger.setLevel(level)
+    _TARGET.clear()
+
+
+_SAVED: dict[str, tuple[bool, int]] = {}
 
 
 def route_library_logs(log_file: Path | None) -> None:
@@ -59,6 +79,7 @@ def route_library_logs(log_file: Path | None) -> None:
         for old in [h for h in logger.handlers if h.get_name() == "loop-pi-audit"]:
             logger.removeHandler(old)
             old.close()
+        _SAVED.setdefault(name, (logger.propagate, logger.level))
         logger.addHandler(handler)
         logger.propagate = False
         # Below a warning says nothing closeout needs (urllib3's debug lines name every URL).

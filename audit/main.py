@@ -88,8 +88,17 @@ def _dispatch(args: argparse.Namespace) -> int:
     command: str = args.command
     if command in ("begin", "add", "closeout", "snapshot"):
         # These read GitHub: PyGithub's and urllib3's own records go to our structured log.
-        from audit.logs import audit_log_file, set_log_target
+        from audit.logs import audit_log_file, set_log_target, unroute
         set_log_target(audit_log_file(getattr(args, "run_dir", None)))
+        try:
+            return _run(args)
+        finally:
+            unroute()
+    return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    command: str = args.command
     if command in ("begin", "add"):
         from audit.commands import begin
         return begin.main(args)
