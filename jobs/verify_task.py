@@ -35,6 +35,9 @@ class RepoContext:
     just: str
     recipes: frozenset[str] | None = None   # the justfile's recipes, read once per repository
     justfile: Path | None = None
+    # Whether a commit hook may run here (`git.CommitFacts.hooks`): until the repository's
+    # readiness is known, assume one may, so every commit is checked.
+    hooks: bool = True
     scope: runner.Scope | None = None  # the run's claim on the recipes it starts
 
     @property
@@ -243,23 +246,29 @@ def commit_checked(ctx: RepoContext, paths: list[str], message: str,
         sha = git.commit_paths(ctx.root, paths, message, new=paths[1:])
     except git.GitError as exc:
         restore()
-        return Committed(refused=str(exc),
-                         hook_changed=drift.hook_changes(git.work_tree_state(ctx.root)))
+        return Committed(refused=str(exc), hook_changed=tree_after_commit(ctx))
     return check_commit(ctx, head, sha, paths)
 
 
 def check_commit(ctx: RepoContext, head: str, sha: str, paths: list[str]) -> Committed:
     """Keep the verdict commit `sha` (made on `head`) only if it holds exactly `paths`; then
     look at the tree a commit hook may have changed."""
+    if not ctx.hooks:
+        # Without a hook git commits exactly the paths named, and nothing else runs.
+        return Committed(sha=sha)
     extra = tuple(drift.extra_paths(git.commit_files(ctx.root, sha), paths))
     if extra:
         # The tree was clean before our edit: going back to `head` restores the task file too.
         git.undo_commit(ctx.root, head)
         log.error("verify.commit_undone", repo=str(ctx.root), commit=sha, paths=list(extra),
                   reason="a commit hook staged other paths")
-        return Committed(extra=extra,
-                         hook_changed=drift.hook_changes(git.work_tree_state(ctx.root)))
-    return Committed(sha=sha, hook_changed=drift.hook_changes(git.work_tree_state(ctx.root)))
+        return Committed(extra=extra, hook_changed=tree_after_commit(ctx))
+    return Committed(sha=sha, hook_changed=tree_after_commit(ctx))
+
+
+def tree_after_commit(ctx: RepoContext) -> str | None:
+    """The repository's error when a commit hook changed the work tree, else None."""
+    return drift.hook_changes(git.work_tree_state(ctx.root)) if ctx.hooks else None
 
 
 def settle(ctx: RepoContext, result: Attempt, done: Committed, after: bytes) -> None:

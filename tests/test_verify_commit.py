@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from verify_helpers import VerifyRepo, make_verify_repo
 
+from jobs import git
 from jobs.config import load_config
 from jobs.ledger import Attempt, Ledger
 from jobs.main import main as verify_main
@@ -311,3 +312,35 @@ def test_a_recovered_pending_edit_is_checked_like_any_verdict_commit(
     assert (repo.root / "VERSION").read_text() == "1\n" and repo.status() == ""
     states = {a["run_id"]: a["edit_state"] for a in repo.history()}
     assert states["killed"] == "abandoned"
+
+
+def test_a_hook_in_core_hookspath_is_checked_for_too(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo, count = counting_repo(tmp_path)
+    task = repo.add_task(1, notes="verify-cmd: just verify-count")
+    repo.commit_all("task")
+    shared = tmp_path / "shared-hooks"
+    shared.mkdir()
+    (shared / "pre-commit").write_text("#!/bin/sh\necho 2 > VERSION\ngit add VERSION\n")
+    (shared / "pre-commit").chmod(0o755)
+    repo.git("config", "core.hooksPath", str(shared))
+    head, before = repo.head(), task.read_bytes()
+    code, [result] = run_json(repo, capsys)
+    assert code == 3 and result["verdict"] == "error" and "VERSION" in result["reason"]
+    assert repo.head() == head and task.read_bytes() == before and repo.status() == ""
+
+
+def test_what_git_says_about_hooks_and_signing_in_one_look(tmp_path: Path) -> None:
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    # `git init` leaves only *.sample files: no hook can run.
+    facts = git.commit_facts(repo.root, "main", [])
+    assert facts == git.CommitFacts(hooks=False)
+    repo.git("config", "commit.gpgSign", "no")
+    assert git.commit_facts(repo.root, "main", []).signing is False
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    (hooks / "post-commit").write_text("#!/bin/sh\n")
+    repo.git("config", "core.hooksPath", "../hooks")   # relative to the work tree's top
+    assert git.commit_facts(repo.root, "main", []).hooks is False   # not executable
+    (hooks / "post-commit").chmod(0o755)
+    assert git.commit_facts(repo.root, "main", []).hooks is True
