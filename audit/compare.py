@@ -61,6 +61,7 @@ from audit.rules import (
     first_entry,
     judged_branch,
     lines,
+    new_bit,
     new_bits,
     noun,
     paths_note,
@@ -339,7 +340,13 @@ class RepoJudge(ReleaseJudge):
 
     @staticmethod
     def _range(hist: BranchHistory, change: Change) -> list[Commit]:
-        """The commits the after tip reaches in the history git gave (`before..after`)."""
+        """The commits the after tip reaches in the history git gave (`before..after`): read off
+        the reach sets when history worked them out (the branch's own move is the probe after
+        the log entries), else walked."""
+        if hist.reach is not None and hist.reach_entries is not None:
+            probe = new_bit(len(hist.reach_entries))
+            reach = hist.reach
+            return [c for c in hist.commits if reach.get(c.sha, 0) & probe]
         by_sha = {c.sha: c for c in hist.commits}
         seen: set[str] = set()
         todo = [change.after] if change.after in by_sha else []

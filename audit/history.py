@@ -224,33 +224,30 @@ def _entry_ancestry(repo: str, ref: str, usable: Sequence[PushEntry],
 
 
 def parse_history(text: str) -> list[Commit]:
-    """Parse `audit.git.history_log` output (see HISTORY_FORMAT)."""
+    """Parse `audit.git.history_log` output (see HISTORY_FORMAT): NUL, a header, NUL, then the
+    commit's paths (the first after a newline), each NUL-terminated; an empty field marks the
+    next header. A merge comes once per parent: its paths are the union of its changes against
+    each of them."""
     commits: list[Commit] = []
-    header: str | None = None
-    paths: list[str] = []
-    expect_header = False
-
-    def flush() -> None:
-        if header is None:
-            return
+    tokens = text.split("\0")
+    i, n = (1 if tokens and tokens[0] == "" else 0), len(tokens)
+    while i < n:
+        header = tokens[i]
+        i += 1
+        paths: list[str] = []
+        while i < n and tokens[i] != "":
+            token = tokens[i]
+            paths.append(token[1:] if not paths and token[:1] == "\n" else token)
+            i += 1
+        i += 1  # the empty field before the next header
+        if not header:
+            continue
         found = _commit(header, paths)
         if commits and commits[-1].sha == found.sha:
-            # A merge comes once per parent: its paths are the union of its changes against
-            # each of them.
             last = commits[-1]
             commits[-1] = replace(last, paths=tuple(dict.fromkeys(last.paths + found.paths)))
         else:
             commits.append(found)
-
-    for token in text.split("\0"):
-        if expect_header:
-            flush()
-            header, paths, expect_header = token, [], False
-        elif token == "":
-            expect_header = True
-        else:
-            paths.append(token[1:] if not paths and token.startswith("\n") else token)
-    flush()
     return commits
 
 
@@ -261,5 +258,6 @@ def _commit(header: str, paths: list[str]) -> Commit:
     if len(fields) != 4:
         # A subject or trailer holding our separator: keep the graph and paths, trust no text.
         return Commit(sha, parents, None, (), tuple(paths))
-    sessions = tuple(s.strip() for s in fields[3].split("\x1e") if s.strip())
+    trailers = fields[3]
+    sessions = tuple(s.strip() for s in trailers.split("\x1e") if s.strip()) if trailers else ()
     return Commit(sha, parents, fields[2], sessions, tuple(paths))

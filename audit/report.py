@@ -73,23 +73,32 @@ def summary_line(findings: Sequence[Finding]) -> str:
     return f"audit: {len(findings)} findings, {failing} failing"
 
 
-def render_text(findings: Sequence[Finding]) -> str:
-    shown = group_commits(findings)
+def render_text(findings: Sequence[Finding], shown: Sequence[Finding] | None = None) -> str:
+    """The text report; `shown` is `group_commits(findings)` when the caller already has it."""
+    shown = group_commits(findings) if shown is None else shown
     return "".join(finding_line(f) + "\n" for f in shown) + summary_line(shown) + "\n"
 
 
-def report_object(findings: Sequence[Finding]) -> dict[str, Any]:
+def render_both(findings: Sequence[Finding]) -> tuple[str, str]:
+    """The text and JSON reports, grouping the commits once."""
+    shown = group_commits(findings)
+    return render_text(findings, shown), render_json(findings, shown)
+
+
+def report_object(findings: Sequence[Finding], shown: Sequence[Finding] | None = None
+                  ) -> dict[str, Any]:
     verdict = overall(findings)
+    shown = group_commits(findings) if shown is None else shown
     return {"ok": verdict == "pass", "verdict": verdict,
-            "findings": [f.as_json() for f in group_commits(findings)]}
+            "findings": [f.as_json() for f in shown]}
 
 
-def render_json(findings: Sequence[Finding]) -> str:
+def render_json(findings: Sequence[Finding], shown: Sequence[Finding] | None = None) -> str:
     """Byte-identical for the same findings: sorted keys, no timestamps, one finding per line.
 
     Each finding goes through json's C encoder on its own (an indented dump of tens of
     thousands of findings would take the pure-Python path and most of closeout's time)."""
-    obj = report_object(findings)
+    obj = report_object(findings, shown)
     rows = [_finding_json(f) for f in obj["findings"]]
     body = ",\n".join("    " + row for row in rows)
     findings_json = "[\n" + body + "\n  ]" if rows else "[]"

@@ -30,7 +30,7 @@ from audit.history import gather_history
 from audit.model import Finding, exit_code
 from audit.pushlog import PushEntry, read_push_log
 from audit.record import record_audit
-from audit.report import render_json, render_text
+from audit.report import render_both, render_json, render_text
 from audit.rundir import (
     AFTER,
     BEFORE,
@@ -70,7 +70,7 @@ def closeout(args: argparse.Namespace) -> int:
         after = take_snapshot(repos, charter_sha256=before["charter_sha256"])
         write_json(run_dir / AFTER, after)
         findings = judge_snapshots(before, after, entries, charter)
-        text, data = render_text(findings), render_json(findings)
+        text, data = render_both(findings)
         atomic_write(run_dir / REPORT_JSON, data.encode("utf-8"))
         atomic_write(run_dir / REPORT_TXT, text.encode("utf-8"))
     print(data if args.json else text, end="")
