@@ -167,3 +167,22 @@ def test_a_run_prunes_output_older_than_the_configured_retention(tmp_path: Path)
     [kept] = [p for p in (repo.state_dir / "runs").iterdir()]
     assert list(kept.glob("*.log"))  # this run's own output is there
     assert "outputs.pruned" in {e["event"] for e in lines_of(repo.state_dir / "loop-jobs.jsonl")}
+
+
+def test_serve_scheduler_lines_have_run_id_machine_and_our_events(tmp_path: Path) -> None:
+    from scheduler_helpers import InProcessServe, record_run, write_config
+
+    config = write_config(tmp_path / "cfg", schedule="07:30", timezone="Europe/London",
+                          machine="serve-box")
+    configure_logging(config.log_file, console=False, machine=config.machine)
+    try:
+        with InProcessServe(config, job=record_run):
+            pass
+    finally:
+        logging.getLogger().handlers.clear()
+    entries = lines_of(config.log_file)
+    assert any(e["logger"].startswith("apscheduler") for e in entries)  # the library's own lines
+    assert {"scheduler.started", "scheduler.stopped"} <= {e["event"] for e in entries}
+    for entry in entries:
+        assert EVENT_NAME.match(entry["event"]), entry
+        assert entry["machine"] == "serve-box" and entry["run_id"], entry
