@@ -6,7 +6,7 @@ import os
 import signal
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 DEFAULT_REMOTE_TIMEOUT = 60.0
@@ -127,7 +127,7 @@ def git_env(base: Mapping[str, str] = os.environ) -> dict[str, str]:
 
 def run_git(repo: Path | str | None, *args: str, timeout: float | None = None,
             input_text: str | None = None, env: Mapping[str, str] | None = None,
-            errors: str = "surrogateescape") -> str:
+            errors: str = "surrogateescape", config: Sequence[tuple[str, str]] = ()) -> str:
     """Run `git -C repo args...` and return its stdout; raise GitFailed on any failure.
 
     The child gets a session of its own so that, on timeout, the whole group (ssh, upload-pack,
@@ -137,11 +137,19 @@ def run_git(repo: Path | str | None, *args: str, timeout: float | None = None,
     if repo is not None:
         argv += ["-C", str(repo)]
     argv += list(args)
+    child_env = git_env(env or os.environ)
+    # Settings for this command only, through the environment rather than argv: they may carry
+    # a token, and argv is visible to every user of the machine.
+    for i, (key, value) in enumerate(config):
+        child_env[f"GIT_CONFIG_KEY_{i}"] = key
+        child_env[f"GIT_CONFIG_VALUE_{i}"] = value
+    if config:
+        child_env["GIT_CONFIG_COUNT"] = str(len(config))
     try:
         # A fixed argument vector, no shell.
         proc = subprocess.Popen(
             argv, stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=git_env(env or os.environ),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env,
             start_new_session=True)
     except OSError as exc:
         raise GitFailed(argv, f"cannot run git: {exc}") from exc
@@ -206,7 +214,7 @@ def fetch_for_audit(repo: Path | str, url: str, refspecs: list[str],
             timeout=timeout if timeout is not None else remote_timeout())
 
 
-def ls_remote(url: str, timeout: float) -> str:
+def ls_remote(url: str, timeout: float, config: Sequence[tuple[str, str]] = ()) -> str:
     """`git ls-remote --symref URL`, run outside the clone (in an empty directory of its own):
     no `remote.<name>.uploadpack`, `remote.<name>.vcs`, `http.*` or other setting of the clone
     can choose who answers. The caller applies insteadOf rules itself and records where they
@@ -216,7 +224,7 @@ def ls_remote(url: str, timeout: float) -> str:
         env["GIT_CEILING_DIRECTORIES"] = os.path.dirname(where)
         return run_git(where, *hardened_argv("ls-remote", "--symref",
                                              "--upload-pack=git-upload-pack", url),
-                       timeout=timeout, env=env)
+                       timeout=timeout, env=env, config=config)
 
 
 def absolute_url(url: str, repo: Path | str) -> str:

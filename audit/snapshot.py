@@ -38,6 +38,10 @@ class RemoteConfig:
     # Where git actually goes after url.<base>.insteadOf / pushInsteadOf.
     effective: list[str] = field(default_factory=list)
     fetch_url: str | None = None
+    # The repository's `http[.<url>].extraHeader` settings that carry credentials (CI checkouts
+    # keep their token there): passed on to the ls-remote run outside the clone. Only
+    # `Authorization:` headers; nothing else the run could write there goes along.
+    auth_headers: list[tuple[str, str]] = field(default_factory=list)
 
 
 def repo_key(repo: Path | str) -> str:
@@ -49,7 +53,7 @@ def read_remote_config(repo: Path | str) -> dict[str, RemoteConfig]:
     """Every remote's configured URLs and push URLs, as written (before insteadOf), and where
     they lead after rewriting, from one `git config` call."""
     try:
-        out = run_git(repo, "config", "-z", "--get-regexp", r"^(remote|url)\.", timeout=30)
+        out = run_git(repo, "config", "-z", "--get-regexp", r"^(remote|url|http)\.", timeout=30)
     except GitFailed as exc:
         if exc.returncode == 1:  # no key matched: a repository without remotes
             return {}
@@ -57,11 +61,17 @@ def read_remote_config(repo: Path | str) -> dict[str, RemoteConfig]:
     remotes: dict[str, RemoteConfig] = {}
     # url.<base>.insteadOf <prefix> → {prefix: base}, per kind.
     rules: dict[str, dict[str, str]] = {"insteadof": {}, "pushinsteadof": {}}
+    headers: list[tuple[str, str]] = []
     for record in out.split("\0"):
         if not record:
             continue
         key, _, value = record.partition("\n")
         section, _, rest = key.partition(".")
+        if section == "http":
+            if key.lower().endswith(".extraheader") and \
+                    value.lower().startswith("authorization:"):
+                headers.append((key, value))
+            continue
         # <section>.<name>.<variable>; a remote name or URL base may itself contain dots.
         body, _, variable = rest.rpartition(".")
         if not body:
@@ -80,6 +90,7 @@ def read_remote_config(repo: Path | str) -> dict[str, RemoteConfig]:
             push = [_rewrite(u, push_only) or _rewrite(u, plain) or u for u in remote.urls]
         remote.effective = list(dict.fromkeys(fetch + push))
         remote.fetch_url = fetch[0] if fetch else None
+        remote.auth_headers = headers
     return dict(sorted(remotes.items()))
 
 
@@ -124,7 +135,8 @@ def snapshot_remote(repo: str, remote: RemoteConfig, timeout: float) -> dict[str
         # By URL, outside the clone: a remote.<name>.uploadpack, a remote helper or any other
         # setting the run could write into its clone's config cannot choose who answers.
         refs, symrefs = parse_ls_remote(
-            ls_remote(absolute_url(remote.fetch_url, repo), timeout=timeout))
+            ls_remote(absolute_url(remote.fetch_url, repo), timeout=timeout,
+                      config=remote.auth_headers))
     except (GitFailed, ValueError) as exc:
         return {"available": False, **part,
                 "reason": redact_text(f"git ls-remote --symref {remote.name} failed: {exc}")}

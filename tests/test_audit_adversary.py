@@ -448,3 +448,25 @@ def test_a_rewrite_pushed_away_and_back_fails_though_the_branch_ends_where_it_be
     findings = run.judge()
     assert verdicts(findings) == {("refs/heads/main", "branch-unchanged"): NON_FAST_FORWARD}
     assert exit_code(findings) == 1
+
+
+def test_listing_outside_the_clone_keeps_its_credential_header_and_nothing_else(
+        tmp_path: Path, httpserver: HTTPServer) -> None:
+    """A CI checkout keeps its token in `http.<url>.extraHeader`: ls-remote outside the clone
+    still sends that Authorization header, and no other header the run could add."""
+    from audit.snapshot import take_snapshot
+
+    clone, _bare = make_repo_with_remote(tmp_path)
+    url = httpserver.url_for("/o/n.git")
+    git(clone, "remote", "set-url", "origin", url)
+    base = httpserver.url_for("/")
+    git(clone, "config", f"http.{base}.extraHeader", "AUTHORIZATION: basic c2VjcmV0")
+    git(clone, "config", "--add", f"http.{base}.extraHeader", "X-Evil: 1")
+    httpserver.expect_request("/o/n.git/info/refs").respond_with_data("nope", status=404)
+    remote = take_snapshot([clone], charter_sha256=None)["repos"][str(clone.resolve())][
+        "remotes"]["origin"]
+    assert remote["available"] is False
+    request = httpserver.log[0][0]
+    assert request.headers.get("Authorization") == "basic c2VjcmV0"
+    assert "X-Evil" not in request.headers
+    assert "c2VjcmV0" not in json.dumps(remote)
