@@ -63,11 +63,25 @@ def pid_namespace(pid: int | str = "self") -> str | None:
         return None
 
 
+def _sid(pid: int) -> int:
+    try:
+        return os.getsid(pid)
+    except OSError:
+        return -1
+
+
 def _ids(pid: int) -> tuple[int, int]:
     try:
         return os.getsid(pid), os.getpgid(pid)
     except OSError:
         return -1, -1
+
+
+def _process(pid: int) -> psutil.Process | None:
+    try:
+        return psutil.Process(pid)
+    except psutil.Error:
+        return None
 
 
 def _parent(p: psutil.Process) -> int | None:
@@ -112,6 +126,10 @@ class Tracker:
         self.since = 0.0
         self.recorded: dict[int, psutil.Process] = {}
         self.next_record = 0.0
+        # The sessions that exist before the recipe starts. A process of the recipe is in its
+        # session or in one a descendant made later with setsid: never in one of these (a pid
+        # is not reused while its session exists). Two system calls per process, no file read.
+        self.old_sessions = {sid for sid in map(_sid, psutil.pids()) if sid >= 0}
 
     def started(self, pid: int) -> None:
         """Register the `just` leader (under _active_lock, held by the caller)."""
@@ -149,20 +167,26 @@ class Tracker:
         with _active_lock:
             others = {pid: tok for pid, tok in _active.items() if pid != self.leader_pid}
         found: dict[int, psutil.Process] = {}
-        # Only the creation time for every process (psutil keeps it with the Process object, so
-        # a repeated scan reads nothing for a process it saw before); the rest only for processes
-        # younger than the recipe, which on a quiet machine are few.
-        for p in psutil.process_iter(["create_time"]):
-            pid, created = p.pid, p.info["create_time"]
+        for pid in psutil.pids():
             if pid in (self.me, self.leader_pid) or pid in others:
                 continue
-            if created is None or created < self.since:
-                continue  # a descendant cannot be older than the recipe
+            # Two system calls, no file read: the recipe's group and session are ours for sure
+            # (their id is the leader's pid, which stays reserved until the sweep is over).
             sid, pgid = _ids(pid)
+            if sid in others or pgid in others:
+                continue
+            if self.leader_pid not in (sid, pgid) and sid in self.old_sessions:
+                continue
+            p = _process(pid)  # looked up afresh: a pid reused since an earlier look is new
+            if p is None:
+                continue
             if self.leader_pid in (sid, pgid):
                 found[pid] = p
                 continue
-            if sid in others or pgid in others:
+            try:
+                if p.create_time() < self.since:
+                    continue  # a descendant cannot be older than the recipe
+            except psutil.Error:
                 continue
             token = token_of(p)
             if token == self.token:

@@ -150,9 +150,13 @@ def _dead_claim(path: Path, my_ns: str | None) -> int | None:
 def _kill_tokens(owners: set[str], my_ns: str | None) -> int:
     uid = os.getuid()
     killed = 0
-    for p in psutil.process_iter(["uids"]):
-        uids = p.info["uids"]
-        if uids is None or uids.real != uid or p.pid == os.getpid():
+    for pid in psutil.pids():
+        try:
+            # Looked up afresh (never psutil's cache): a pid reused since is another process.
+            p = psutil.Process(pid)
+            if pid == os.getpid() or p.uids().real != uid:
+                continue
+        except psutil.Error:
             continue
         token = token_of(p)
         if token is None or token.partition(".")[0] not in owners:

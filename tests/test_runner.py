@@ -142,7 +142,7 @@ def test_exit_codes_pass_through(tmp_path: Path) -> None:
     ("kill -SEGV $$", "exited", None),
     ("kill -ABRT $$", "exited", None),
     # A shell reporting its child's death as an exit status: an exit status.
-    ("sh -c 'kill -KILL $$'", "exited", None),
+    ("sh -c 'kill -KILL $$' || exit $?", "exited", None),  # `||`: the shell must not exec
     ("exit 137", "exited", None),
 ])
 def test_a_signal_loop_verify_did_not_send_is_an_error_not_a_failure(
