@@ -10,7 +10,8 @@ On Linux the process is also a child subreaper while a recipe runs, so an orphan
 environment *and* left the session comes to us and is caught too; that is an extra guard only.
 
 Every signal to a found process goes through psutil, which refuses a pid reused since it was
-found. Only processes created after the recipe's `just` are ever considered.
+found. Only processes in the recipe's session, or in a session made after it started, and
+created after its `just`, are ever considered.
 
 The start-of-run sweep of what dead runs left (`jobs.run_scope`) is narrower still.
 """
