@@ -39,6 +39,7 @@ from jobs.ledger_rows import (
 )
 from jobs.logs import get_logger
 from jobs.spool import Spool
+from jobs.verdict import WRITTEN
 
 log = get_logger("loop-jobs.ledger")
 
@@ -320,7 +321,7 @@ class Ledger:
             mine = sa.or_(mine, attempts.c.machine.is_(None))
         query = (sa.select(attempts)
                  .where(attempts.c.repo == repo, attempts.c.edit_state == "restored",
-                        attempts.c.verdict.in_(("pass", "fail", "timeout")), mine)
+                        attempts.c.verdict.in_(tuple(WRITTEN)), mine)
                  .order_by(attempts.c.id))
         return list(self._select(query))
 

@@ -13,8 +13,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-VERDICTS = ("pass", "fail", "timeout", "refused", "skipped", "locked", "drift", "error",
-            "interrupted")
+from jobs.verdict import Verdict
+
+VERDICTS = tuple(Verdict)
 # The life of a task edit: pending (written or about to be), then committed, restored (the commit
 # was refused and the file put back) or abandoned (the crash came before the file was written).
 EDIT_STATES = ("none", "pending", "committed", "restored", "abandoned")

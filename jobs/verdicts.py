@@ -8,8 +8,9 @@ from datetime import UTC, datetime
 
 from jobs import backlog_edit
 from jobs.config import format_duration
+from jobs.verdict import Verdict
 
-PASS, FAIL, TIMEOUT = "pass", "fail", "timeout"
+PASS, FAIL, TIMEOUT = Verdict.PASS, Verdict.FAIL, Verdict.TIMEOUT
 FAILED_LABEL = "verify-failed"
 TAIL_LINES = 20
 TAIL_BYTES = 2048

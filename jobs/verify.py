@@ -25,14 +25,19 @@ from jobs.ledger import Attempt, Ledger
 from jobs.logs import get_logger
 from jobs.output import format_line, repo_name, repo_names
 from jobs.spool import SPOOL_DIR
+from jobs.verdict import FAILING, UNCHECKED, Verdict
 from jobs.verify_recover import commit_kept, recover_pending
 from jobs.verify_task import RepoContext, Ticker, storable, verify_task
 
 log = get_logger("loop-verify")
 
-FAILING = {"fail", "timeout", "drift"}
-UNCHECKED = {"skipped", "locked", "error", "interrupted"}
 LOCK_NAME = "loop-verify.lock"
+# The log event of each verdict.
+EVENTS = {Verdict.PASS: "verify.passed", Verdict.FAIL: "verify.failed",
+          Verdict.TIMEOUT: "verify.timeout", Verdict.REFUSED: "verify.refused",
+          Verdict.SKIPPED: "repo.skipped", Verdict.LOCKED: "repo.locked",
+          Verdict.DRIFT: "verify.drift", Verdict.ERROR: "verify.error",
+          Verdict.INTERRUPTED: "verify.interrupted"}
 
 Printer = Callable[[str], None]
 
@@ -110,14 +115,15 @@ def _run_all(config: Config, summary: RunSummary, stop: threading.Event | None,
                     worker.run()
                 except (OSError, git.GitError) as exc:
                     # One repository the filesystem or git cannot serve must not stop the others.
-                    worker.finish(worker.attempt("skipped", reason=f"cannot work on it: {exc}"))
+                    worker.finish(worker.attempt(Verdict.SKIPPED,
+                                                 reason=f"cannot work on it: {exc}"))
                 except LoopError:
                     raise  # the ledger cannot be written: nothing more can be recorded
                 except Exception as exc:
                     # Nor may one repository that trips on something unexpected.
                     log.error("repo.unexpected_error", run_id=summary.run_id, repo=str(repo.path),
                               exc_type=type(exc).__name__, exc_info=exc)
-                    worker.finish(worker.attempt("error", reason=unexpected(exc)))
+                    worker.finish(worker.attempt(Verdict.ERROR, reason=unexpected(exc)))
     finally:
         if ledger is not None:
             summary.spooled = ledger.spooled
@@ -125,7 +131,7 @@ def _run_all(config: Config, summary: RunSummary, stop: threading.Event | None,
     if stop is not None and stop.is_set():
         summary.interrupted = True
         log.warning("run.interrupted", run_id=summary.run_id, exit_code=summary.exit_code,
-                    interrupted=sum(r.verdict == "interrupted" for r in summary.results))
+                    interrupted=sum(r.verdict == Verdict.INTERRUPTED for r in summary.results))
     log.info("run.finished", run_id=summary.run_id, exit_code=summary.exit_code,
              results=len(summary.results), dry_run=dry_run, spooled=summary.spooled)
 
@@ -162,13 +168,10 @@ class _RepoRun:
             else:
                 self.ledger.record(result)
         self.summary.results.append(result)
-        event = {"pass": "verify.passed", "fail": "verify.failed", "timeout": "verify.timeout",
-                 "refused": "verify.refused", "skipped": "repo.skipped", "locked": "repo.locked",
-                 "drift": "verify.drift", "error": "verify.error",
-                 "interrupted": "verify.interrupted"}[result.verdict]
+        event = EVENTS[Verdict(result.verdict)]
         if self.summary.dry_run:
             event = "dryrun." + event.split(".", 1)[1]
-        level = "info" if result.verdict == "pass" else "warning"
+        level = "info" if result.verdict == Verdict.PASS else "warning"
         getattr(log, level)(event, run_id=self.summary.run_id, repo=result.repo,
                             task=result.task_id, recipe=result.recipe, reason=result.reason,
                             exit_code=result.exit_code, duration_s=result.duration,
@@ -185,7 +188,7 @@ class _RepoRun:
         try:
             scan = backlog.scan(self.root)
         except backlog.BacklogError as exc:
-            self.finish(self.attempt("skipped", reason=str(exc)))
+            self.finish(self.attempt(Verdict.SKIPPED, reason=str(exc)))
             return None
         for err in scan.errors:
             log.warning("task.unreadable", repo=str(self.root), path=str(err.path),
@@ -214,13 +217,13 @@ class _RepoRun:
         try:
             gdir = git.git_dir(self.root)
         except (OSError, git.GitError) as exc:
-            self.finish(self.attempt("skipped", reason=f"not a git work tree: {exc}"))
+            self.finish(self.attempt(Verdict.SKIPPED, reason=f"not a git work tree: {exc}"))
             return
         with ExitStack() as stack:
             try:
                 stack.enter_context(exclusive_lock(gdir / LOCK_NAME))
             except LockBusy:
-                self.finish(self.attempt("locked", reason="another loop-verify holds "
+                self.finish(self.attempt(Verdict.LOCKED, reason="another loop-verify holds "
                                          f"{gdir / LOCK_NAME}"))
                 return
             self.run_locked(pending)
@@ -243,7 +246,7 @@ class _RepoRun:
             return
         problem = self.precondition(due)
         if problem is not None:
-            self.finish(self.attempt("skipped", reason=problem))
+            self.finish(self.attempt(Verdict.SKIPPED, reason=problem))
             return
         kept_rows = self.ledger.kept(str(self.root)) if self.ledger is not None else []
         if kept_rows:
@@ -271,7 +274,7 @@ class _RepoRun:
                 if self.failed_unexpectedly(task, exc):
                     continue
                 for rest in ordered[i + 1:]:
-                    self.finish(self.attempt("skipped", task=rest, reason=(
+                    self.finish(self.attempt(Verdict.SKIPPED, task=rest, reason=(
                         f"not run: handling {task.task.id} failed unexpectedly and left "
                         "the work tree changed")))
                 return
@@ -281,9 +284,9 @@ class _RepoRun:
                 self.repo_error(result.repo_error, ordered[i + 1:])
                 return
             if not result.go_on:
-                if result.attempt.verdict == "drift":
+                if result.attempt.verdict == Verdict.DRIFT:
                     for rest in ordered[i + 1:]:
-                        self.finish(self.attempt("skipped", task=rest, reason=(
+                        self.finish(self.attempt(Verdict.SKIPPED, task=rest, reason=(
                             f"not run: {task.task.id}'s recipe left the work tree changed")))
                 return
 
@@ -296,11 +299,11 @@ class _RepoRun:
         label_date = task.label_date.isoformat() if task.label_date else None
         got = self.claims.take(task.task.id, label_date, self.summary.run_id)
         if isinstance(got, claims.Held):
-            skipped = self.attempt("skipped", task=task, reason=got.reason)
+            skipped = self.attempt(Verdict.SKIPPED, task=task, reason=got.reason)
             skipped.claimed_by = got.machine
             return skipped
         if isinstance(got, str):
-            return self.attempt("skipped", task=task, reason=got)
+            return self.attempt(Verdict.SKIPPED, task=task, reason=got)
         return got
 
     def settle(self, claim: claims.Claim | None, result: Attempt | None) -> None:
@@ -317,16 +320,16 @@ class _RepoRun:
 
     def repo_error(self, reason: str, rest: list[eligibility.Classified]) -> None:
         """The repository's own error (no recipe is to blame); its remaining tasks wait."""
-        self.finish(self.attempt("error", reason=reason))
+        self.finish(self.attempt(Verdict.ERROR, reason=reason))
         for task in rest:
-            self.finish(self.attempt("skipped", task=task, reason=f"not run: {reason}"))
+            self.finish(self.attempt(Verdict.SKIPPED, task=task, reason=f"not run: {reason}"))
 
     def failed_unexpectedly(self, task: eligibility.Classified, exc: Exception) -> bool:
         """Record an unexpected fault while handling one task as that task's `error`; False when
         it left the work tree changed, so no later recipe of this repository may run."""
         log.error("verify.unexpected_error", run_id=self.summary.run_id, repo=str(self.root),
                   task=task.task.id, exc_type=type(exc).__name__, exc_info=exc)
-        self.finish(self.attempt("error", task=task, reason=unexpected(exc)))
+        self.finish(self.attempt(Verdict.ERROR, task=task, reason=unexpected(exc)))
         return git.work_tree_state(self.root).clean
 
     def stopped(self) -> bool:
@@ -335,13 +338,13 @@ class _RepoRun:
     def interrupted(self, tasks: list[eligibility.Classified]) -> None:
         """Record each due task a stop leaves unverified; each is tried again next run."""
         for task in tasks:
-            self.finish(self.attempt("interrupted", task=task,
+            self.finish(self.attempt(Verdict.INTERRUPTED, task=task,
                                      reason="not run: loop-verify was told to stop"))
 
     def report_refused(self, classified: list[eligibility.Classified]) -> None:
         for c in classified:
             if c.state == eligibility.REFUSED:
-                self.finish(self.attempt("refused", task=c, reason=c.reason))
+                self.finish(self.attempt(Verdict.REFUSED, task=c, reason=c.reason))
 
     def dry_run(self, classified: list[eligibility.Classified],
                 due: list[eligibility.Classified]) -> None:
@@ -353,7 +356,7 @@ class _RepoRun:
         except (OSError, git.GitError) as exc:
             problem = str(exc)
         if problem is not None:
-            self.finish(self.attempt("skipped", reason=problem))
+            self.finish(self.attempt(Verdict.SKIPPED, reason=problem))
             return
         for task in due:
             # Reported, never recorded: a dry run is neither a pass nor a failure.

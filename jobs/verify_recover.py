@@ -14,6 +14,7 @@ from jobs.backlog import write_task
 from jobs.edit_plan import sha256
 from jobs.ledger import Attempt
 from jobs.logs import get_logger
+from jobs.verdict import Verdict
 from jobs.verify_task import RepoContext, check_commit, commit_checked
 
 log = get_logger("loop-verify")
@@ -90,7 +91,7 @@ def recover_pending(ctx: RepoContext, pending: list[Attempt], finish: Finish,
                      how="edit never written; task stays eligible")
             continue
         if decision.action is recovery.Action.SKIP_REPO:
-            finish(ctx.attempt("skipped", reason=decision.reason))
+            finish(ctx.attempt(Verdict.SKIPPED, reason=decision.reason))
             return False
         if decision.action is recovery.Action.ALREADY_COMMITTED:
             last = (found,) if found else git.last_commit(root, paths[-1])
@@ -105,7 +106,7 @@ def recover_pending(ctx: RepoContext, pending: list[Attempt], finish: Finish,
                 sha = git.commit_paths(root, paths, p.commit_message, new=paths[1:])
             except git.GitError as exc:
                 # Left pending, as it is: the next run tries again (a stale index.lock, say).
-                finish(ctx.attempt("skipped", reason=(
+                finish(ctx.attempt(Verdict.SKIPPED, reason=(
                     f"cannot commit the pending edit of {p.task_id}: {exc}")))
                 return False
             done = check_commit(ctx, head, sha, paths)
@@ -113,7 +114,7 @@ def recover_pending(ctx: RepoContext, pending: list[Attempt], finish: Finish,
                 # A hook added paths: the commit was undone, and with it the edit.
                 p.edit_state = "abandoned"
                 ctx.ledger.update(p)
-                undone = ctx.attempt("error", reason=(
+                undone = ctx.attempt(Verdict.ERROR, reason=(
                     f"the pending edit's commit also held {', '.join(done.extra)} (a commit "
                     "hook staged it): commit undone, task file restored"))
                 undone.task_id, undone.task_path = p.task_id, p.task_path
@@ -124,7 +125,7 @@ def recover_pending(ctx: RepoContext, pending: list[Attempt], finish: Finish,
                 p.commit_sha = done.sha
                 recovered(p, "committed the pending edit", finish, settled)
             if done.hook_changed is not None:
-                finish(ctx.attempt("error", reason=done.hook_changed))
+                finish(ctx.attempt(Verdict.ERROR, reason=done.hook_changed))
                 return False
             continue
         recovered(p, how, finish, settled)
@@ -196,7 +197,7 @@ def commit_kept(ctx: RepoContext, rows: list[Attempt], finish: Finish) -> KeptRe
             ctx.ledger.update(row)
             why = (f"its commit also held {', '.join(done.extra)} (a commit hook staged it): "
                    "commit undone" if done.extra else str(done.refused))
-            again = ctx.attempt("error", reason=(
+            again = ctx.attempt(Verdict.ERROR, reason=(
                 f"the {row.verdict} verdict of run {row.run_id} still cannot be committed "
                 f"(recipe not run again): {why}"))
             again.task_id, again.task_path = row.task_id, row.task_path

@@ -16,6 +16,7 @@ from jobs.fsutil import atomic_write
 from jobs.ledger import Attempt, Ledger
 from jobs.logs import get_logger
 from jobs.output import shown
+from jobs.verdict import Verdict
 
 log = get_logger("loop-verify")
 
@@ -97,7 +98,7 @@ def verify_task(ctx: RepoContext, task: eligibility.Classified,
     unsafe = edit_plan.unsafe_to_edit(task, config, timeout, started)
     if unsafe is not None:
         # A verdict that could not be written is not worth running the recipe for.
-        return TaskResult(ctx.attempt("error", task=task, started=started, reason=unsafe))
+        return TaskResult(ctx.attempt(Verdict.ERROR, task=task, started=started, reason=unsafe))
     outcome = check_recipe(ctx, task, timeout)
     if isinstance(outcome, Attempt):
         # `just` cannot run here: this task is tried again next time; so are the others.
@@ -112,7 +113,7 @@ def verify_task(ctx: RepoContext, task: eligibility.Classified,
         head_after = git.head_sha(ctx.root) if after.branch == ctx.repo.branch else None
         moved = drift.drift_reason(after, ctx.repo.branch, head, head_after)
         if moved is not None:
-            att = ctx.attempt("drift", task=task, started=started, reason=moved)
+            att = ctx.attempt(Verdict.DRIFT, task=task, started=started, reason=moved)
             att.exit_code, att.duration = outcome.exit_code, outcome.duration
             att.output_path = outcome.output_path
             return TaskResult(att, go_on=False)
@@ -146,7 +147,7 @@ def check_recipe(ctx: RepoContext, task: eligibility.Classified,
             return verdicts.Outcome(verdicts.FAIL, task.recipe, timeout=timeout,
                                     not_run=f"the justfile cannot be read: {exc.message}")
         except runner.RecipeError as exc:
-            return ctx.attempt("error", task=task, reason=str(exc))
+            return ctx.attempt(Verdict.ERROR, task=task, reason=str(exc))
     if task.recipe not in ctx.recipes:
         return verdicts.Outcome(verdicts.FAIL, task.recipe, timeout=timeout,
                                 not_run=f"the justfile has no recipe {task.recipe}")
@@ -200,11 +201,11 @@ def write_verdict(ctx: RepoContext, task: eligibility.Classified,
     try:
         current = task.task.path.read_bytes()
     except OSError as exc:
-        result.verdict, result.reason = "error", f"cannot read the task file again: {exc}"
+        result.verdict, result.reason = Verdict.ERROR, f"cannot read the task file again: {exc}"
         return TaskResult(result)
     edit = edit_plan.plan(ctx.root, task, config, outcome, current, datetime.now(UTC))
     if isinstance(edit, str):
-        result.verdict, result.reason = "error", edit
+        result.verdict, result.reason = Verdict.ERROR, edit
         return TaskResult(result)
     result.edit_state = "pending"
     result.before_sha256 = edit_plan.sha256(edit.before)
@@ -221,7 +222,7 @@ def write_verdict(ctx: RepoContext, task: eligibility.Classified,
     except OSError as exc:
         if edit.moves:
             edit.target.unlink(missing_ok=True)
-        result.verdict, result.edit_state = "error", "abandoned"
+        result.verdict, result.edit_state = Verdict.ERROR, "abandoned"
         result.reason = f"cannot write the task file: {exc}"
         return TaskResult(result)
     done = commit_checked(ctx, edit.paths, edit.message, restore=lambda: restore(edit))
@@ -279,7 +280,7 @@ def settle(ctx: RepoContext, result: Attempt, done: Committed, after: bytes) -> 
         result.reason = (f"the {result.verdict} verdict's commit also held "
                          f"{', '.join(done.extra)} (a commit hook staged it): commit undone, "
                          "task file restored")
-        result.verdict, result.edit_state = "error", "restored"
+        result.verdict, result.edit_state = Verdict.ERROR, "restored"
     else:
         # Kept, so a later run commits it without running the recipe again.
         kept.save(ctx.config.state_dir, after)

@@ -20,8 +20,10 @@ from jobs.ledger_audit import (
     ensure_audit_tables,
     select_audit_runs,
 )
+from jobs.verdict import Verdict
 
-PROBLEM_VERDICTS = ("fail", "timeout", "error", "drift", "interrupted")
+PROBLEM_VERDICTS = (Verdict.FAIL, Verdict.TIMEOUT, Verdict.ERROR, Verdict.DRIFT,
+                    Verdict.INTERRUPTED)
 FAILURE_ROWS = 2100  # the failing attempts a report lists at most (model.py shows them)
 _COLUMNS = ("id", "started_at", "repo", "task_id", "task_path", "label_date", "recipe", "verdict",
             "reason", "exit_code", "duration", "output_path", "commit_sha", "edit_state")
