@@ -47,15 +47,20 @@ _BLANK = r" *\r?\n"
 # A folded block (`>-`) as js-yaml writes a long value: lines at one indentation, none blank,
 # none starting or ending with a space; YAML joins them with single spaces.
 _FOLD_LINE = rf"[^{_BAD} ][^{_BAD}]*+(?<! )\r?\n"
+# Blank lines after a fold that hold spaces may belong to the folded value (a line of spaces
+# deeper than the fold's indentation is content to YAML): such a file goes to YAML.
+_AFTER_FOLD = r"(?!(?:\r?\n)*+ +\r?\n)"
 _LINES = (
     rf"{_BLANK}"
     rf"|{_KEY}: +{_VALUE} *\r?\n"
     rf"|(?:assignee|reporter): +@[^{_BAD}]*+\r?\n"  # the CLI quotes these before parsing
-    rf"|{_KEY}: +>-\r?\n(?P<fi> +){_FOLD_LINE}(?:(?P=fi){_FOLD_LINE})*+"
+    rf"|{_KEY}: +>-\r?\n(?P<fi> +){_FOLD_LINE}(?:(?P=fi){_FOLD_LINE})*+{_AFTER_FOLD}"
     rf"|{_KEY}: *\r?\n(?:(?:{_BLANK})*+(?P<li> *)- "
-    rf"(?:{_ITEM} *\r?\n|>-\r?\n(?P<ci>(?P=li) +){_FOLD_LINE}(?:(?P=ci){_FOLD_LINE})*+)"
+    rf"(?:{_ITEM} *\r?\n|>-\r?\n(?P<ci>(?P=li) +){_FOLD_LINE}(?:(?P=ci){_FOLD_LINE})*+"
+    rf"{_AFTER_FOLD})"
     rf"(?:(?:{_BLANK})*+(?P=li)- "
-    rf"(?:{_ITEM} *\r?\n|>-\r?\n(?P<ci2>(?P=li) +){_FOLD_LINE}(?:(?P=ci2){_FOLD_LINE})*+)"
+    rf"(?:{_ITEM} *\r?\n|>-\r?\n(?P<ci2>(?P=li) +){_FOLD_LINE}(?:(?P=ci2){_FOLD_LINE})*+"
+    rf"{_AFTER_FOLD})"
     rf")*+)?+")
 _VALID_PATTERN = rf"(?:{_LINES})*+"
 # Many files at once (`_parse_many`): each file's text follows a NUL. Only what the CLI itself

@@ -308,3 +308,13 @@ def test_scan_matches_per_file_on_generated_repos(files: list[tuple[str, str, bo
             text = f"---{eol}{fm}{eol}---{eol}{body}" if fm else f"---{eol}---{eol}{body}"
             (root / "backlog" / "tasks" / f"task-{n} - x.md").write_text(text, newline="")
         assert_scan_matches_per_file(root)
+
+
+@pytest.mark.parametrize("fm", [
+    "id: >-\n 0\n\n  ",            # found by hypothesis: YAML reads '0\n\n '
+    "id: >-\n 0\n  \n",
+    "labels:\n- >-\n  a\n\n   \n",
+])
+def test_spaces_after_a_fold_are_left_to_yaml(fm: str) -> None:
+    full, _ = check(fm)
+    assert not full
