@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 # Tests and the demo find the pinned Backlog.md CLI and the venv's `just` first.
 export PATH := $(CURDIR)/$(BIN):$(CURDIR)/$(NPM_PREFIX)/node_modules/.bin:$(PATH)
 
-.PHONY: setup test lint typecheck pytest demo bench fixtures clean browser
+.PHONY: setup test test-thorough lint typecheck pytest demo bench fixtures clean browser
 
 setup: $(STAMP) $(BACKLOG)
 
@@ -31,8 +31,16 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
+# Every test, spread over one worker per core (pytest-xdist; see docs/development.md).
+PYTEST_WORKERS ?= auto
 pytest: setup browser
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist worksteal
+
+# The same suite with every property example drawn and every loop-verify/loop-pi-audit call a
+# real process (slower; what `make test` trades for speed, checked in full).
+test-thorough: setup browser
+	LOOP_JOBS_THOROUGH=1 LOOP_JOBS_TEST_SUBPROCESS=1 $(BIN)/pytest -q -n $(PYTEST_WORKERS) \
+	  --dist worksteal
 
 # Debian's Chromium for the review's browser test; without root or apt it is skipped, and so is
 # that test (with its reason).

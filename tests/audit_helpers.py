@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from inprocess import FORCE_SUBPROCESS, loop_pi_audit
 
 from audit.charter import Charter, load_charter
 from audit.compare import judge
@@ -82,7 +83,10 @@ def isolate_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 def run_cli(*args: str, env: Mapping[str, str] | None = None, cwd: Path | None = None,
             input: str | None = None) -> subprocess.CompletedProcess[str]:
-    """`loop-pi-audit ARGS` as a real process (the installed interpreter, `-m audit.main`)."""
+    """`loop-pi-audit ARGS`: in this process (tests/inprocess.py), or as a real process (the
+    installed interpreter, `-m audit.main`) when LOOP_JOBS_TEST_SUBPROCESS=1."""
+    if not FORCE_SUBPROCESS:
+        return loop_pi_audit(args, env=env, cwd=cwd, input=input)
     return subprocess.run([sys.executable, "-m", "audit.main", *args], capture_output=True,
                           text=True, env=dict(env) if env is not None else None, cwd=cwd,
                           input=input, check=False)

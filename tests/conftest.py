@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 
+import inprocess
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -12,6 +15,12 @@ SHARED = ROOT.parent / "shared"
 _TOOL_DIRS = [ROOT / ".venv" / "bin", ROOT / ".npm-prefix" / "node_modules" / ".bin"]
 os.environ["PATH"] = os.pathsep.join(
     [str(d) for d in _TOOL_DIRS if d.is_dir()] + [os.environ.get("PATH", "")])
+
+# A shell starts a background job (`make test &`, some CI runners) with SIGINT ignored, and an
+# ignored signal stays ignored in every process started from here: the tests that stop a real
+# `loop-verify run` with SIGINT need it to arrive as it does from a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
@@ -24,3 +33,14 @@ def git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv(var, value)
     monkeypatch.delenv("LOOP_JOBS_CONFIG", raising=False)
     monkeypatch.delenv("LOOP_PI_RUN_DIR", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def process_logging_state() -> Iterator[None]:
+    # Tests that call a CLI's main() or configure_logging() here change process-wide logging (a
+    # library's logger set not to propagate, handlers on the root); under pytest-xdist the next
+    # test on the same worker is any test, so each starts from the state the one before found.
+    saved = inprocess.logger_state()
+    yield
+    inprocess.restore_loggers(saved)
+    inprocess.reset_process_globals()

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from audit_helpers import commit, make_repo_with_remote
+from inprocess import FORCE_SUBPROCESS, loop_pi_audit, loop_verify
 from verify_helpers import JUSTFILE, TASK, VerifyRepo, git, make_verify_repo
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,6 +48,8 @@ class ReviewWorld:
                ) -> subprocess.CompletedProcess[str]:
         full = dict(os.environ)
         full.update(env or {})
+        if not FORCE_SUBPROCESS:
+            return loop_verify(["review", "--config", str(self.config), *args], env=full)
         full["PYTHONPATH"] = str(ROOT)
         return subprocess.run([sys.executable, "-m", "jobs.main", "review", "--config",
                                str(self.config), *args], capture_output=True, text=True,
@@ -63,6 +66,8 @@ def write_task(repo: VerifyRepo, n: int, title: str, recipe: str) -> None:
 
 
 def audit_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    if not FORCE_SUBPROCESS:
+        return loop_pi_audit(args, env=env)
     return subprocess.run([sys.executable, "-m", "audit.main", *args], capture_output=True,
                           text=True, env=env, check=False, timeout=120)
 

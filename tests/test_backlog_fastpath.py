@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -96,7 +97,7 @@ def frontmatter_lines(draw: st.DrawFn) -> str:
     return eol.join(lines)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(fm=frontmatter_lines())
 def test_fast_readers_agree_with_yaml_on_generated_text(fm: str) -> None:
     check(fm)
@@ -149,13 +150,13 @@ def cli_like_frontmatter(draw: st.DrawFn, keys_from: tuple[str, ...] = tuple(KEY
     return draw(st.sampled_from(["\n", "\r\n"])).join(lines)
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(fm=cli_like_frontmatter())
 def test_fast_readers_agree_with_yaml_on_cli_like_text(fm: str) -> None:
     check(fm)
 
 
-@settings(max_examples=800, deadline=None)
+@settings(max_examples=examples(800), deadline=None)
 @given(text=st.text(alphabet="-\r\n\ufeffab ", max_size=30))
 def test_split_frontmatter_matches_the_regex(text: str) -> None:
     m = FRONTMATTER_RE.match(text)
@@ -239,7 +240,7 @@ def _reference_cmd_lines(body: str) -> list[str]:
     return found
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(body=st.text(alphabet=" -\r\nverify-cmd:xj\t", max_size=60))
 def test_verify_cmd_lines_match_the_line_rule(body: str) -> None:
     text = "---\nid: T-1\n---\n" + body
@@ -291,7 +292,7 @@ BODY = st.sampled_from(["", "\n", "\n## Notes\n\nverify-cmd: just verify-a\n",
                         "\r\n  - verify-cmd: just x\r\n", "\nverify-cmd", "no newline"])
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(files=st.lists(st.one_of(
     st.tuples(cli_like_frontmatter(), BODY, st.just(False)),
     st.tuples(cli_like_frontmatter(keys_from=tuple(KEYS[3:])), BODY, st.just(True))),

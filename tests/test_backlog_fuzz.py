@@ -18,6 +18,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pytest
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from verify_helpers import make_verify_repo
@@ -105,7 +106,7 @@ def read(data: bytes) -> Task | None:
         return None
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=list(HealthCheck))
 @given(task_files())
 def test_reader_and_editor_never_crash_and_never_corrupt(data: bytes) -> None:
     task = read(data)
@@ -151,7 +152,7 @@ def put(repo_root: Path, data: bytes) -> None:
                    check=True)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=list(HealthCheck))
 @given(data=task_files())
 def test_list_never_crashes(fuzz_repo, data: bytes,  # type: ignore[no-untyped-def]
                             capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -162,7 +163,7 @@ def body_lines(data: bytes) -> list[str]:
     return text[text.index("\n---", 4) + 4:].splitlines(keepends=True)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(shape=shapes(), edits=ops)
 def test_edits_read_back_and_touch_nothing_else(shape: Shape,
                                                 edits: list[tuple[str, object]]) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from inprocess import FORCE_SUBPROCESS, loop_verify
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -103,13 +104,19 @@ class VerifyRepo:
         git(self.root, "push", "-q", "origin", "HEAD:main")
 
     def run(self, *args: str, env: dict[str, str] | None = None,
-            timeout: float = 120) -> subprocess.CompletedProcess[str]:
-        """`loop-verify` as a real process, against this repository's config."""
+            timeout: float = 120, process: bool = False) -> subprocess.CompletedProcess[str]:
+        """`loop-verify ARGS` against this repository's config, in its directory.
+
+        In this process (tests/inprocess.py) unless `process`: a test of what only a real
+        process shows (its exit on a signal, what its children inherit) asks for one.
+        """
         argv = [sys.executable, "-m", "jobs.main", *args]
         if args and args[0] in ("run", "list", "history", "doctor") and "--config" not in args:
             argv += ["--config", str(self.config_path)]
         full_env = dict(os.environ)
         full_env.update(env or {})
+        if not (process or FORCE_SUBPROCESS):
+            return loop_verify(argv[3:], cwd=self.root, env=full_env)
         full_env["PYTHONPATH"] = str(ROOT)
         return subprocess.run(argv, cwd=self.root, capture_output=True, text=True,
                               timeout=timeout, env=full_env, check=False)
