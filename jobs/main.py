@@ -65,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     uninstall = sub.add_parser("uninstall", help="remove the LaunchAgent or the systemd timer")
     uninstall.add_argument("kind", choices=["launchagent", "systemd"])
+    uninstall.set_defaults(config=None, print_only=False)
 
     doctor = sub.add_parser("doctor", help="check git, just, the config, repos and the scheduler")
     config_opt(doctor)
@@ -77,25 +78,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     command: str = args.command
     if command == "run":
         from jobs.commands import run
-        return run.main(args)
+        return run.main(config=args.config, repos=args.repo, today=args.today,
+                        timeout=args.timeout, dry_run=args.dry_run, as_json=args.json)
     if command == "list":
         from jobs.commands import list as list_cmd
-        return list_cmd.main(args)
+        return list_cmd.main(config_path=args.config, repos=args.repo, today=args.today,
+                             as_json=args.json)
     if command == "history":
         from jobs.commands import history
-        return history.main(args)
+        return history.main(config_path=args.config, since=args.since, repo=args.repo,
+                            machine=args.machine, as_json=args.json)
     if command == "review":
         from jobs.commands import review
-        return review.main(args)
+        return review.main(review.ReviewOptions(
+            config=args.config, out=args.out, format=args.format, since=args.since,
+            until=args.until, repo=args.repo, task=args.task, verdict=args.verdict,
+            machine=args.machine))
     if command == "serve":
         from jobs.commands import serve
-        return serve.main(args)
+        return serve.main(config_path=args.config)
     if command in ("install", "uninstall"):
         from jobs.commands import install
-        return install.main(args)
+        return install.main(action=command, kind=args.kind,
+                            config_path=args.config, print_only=args.print_only)
     from jobs.commands import doctor
-    return doctor.main(args)
-
+    return doctor.main(config_path=args.config)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 from datetime import date
@@ -32,13 +31,14 @@ def no_repos_hint(config: Config) -> str:
             "or pass --repo PATH")
 
 
-def setup(args: argparse.Namespace, *, repos: bool = True) -> Config:
+def setup(config_path: str | None, repos: list[str] | None = None) -> Config:
+    """The configuration (with `--repo` paths in place of its list) and the log opened."""
     from jobs import git
 
     git.isolate_environment(os.environ)
-    config = load_config(getattr(args, "config", None))
-    if repos and getattr(args, "repo", None):
-        config = with_repos(config, args.repo)
+    config = load_config(config_path)
+    if repos:
+        config = with_repos(config, repos)
     start_logging(config, console=False)
     return config
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 from pathlib import Path
@@ -144,8 +143,8 @@ def repo_check(root: Path, branch: str, ledger: Ledger | None) -> Check:
                             "can take a commit", None)
 
 
-def main(args: argparse.Namespace) -> int:
-    config = setup(args, repos=False)
+def main(*, config_path: str | None) -> int:
+    config = setup(config_path)
     checks = tool_checks() + config_checks(config) + repo_checks(config) + scheduler_checks(config)
     for check in checks:
         mark = "ok  " if check.ok else "FAIL"

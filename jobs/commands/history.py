@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 
 from jobs.commands.common import parse_date, setup
@@ -11,21 +10,22 @@ from jobs.ledger import Ledger, iso_utc
 from jobs.output import emit, format_line, one_line, repo_names
 
 
-def main(args: argparse.Namespace) -> int:
-    config = setup(args, repos=False)
-    since = parse_date(args.since, "--since") if args.since else None
-    repo = str(expand_user(args.repo, "--repo", "--repo").resolve()) if args.repo else None
+def main(*, config_path: str | None, since: str | None, repo: str | None, machine: str | None,
+         as_json: bool) -> int:
+    config = setup(config_path)
+    since_day = parse_date(since, "--since") if since else None
+    repo_path = str(expand_user(repo, "--repo", "--repo").resolve()) if repo else None
     ledger = Ledger(config.ledger, machine=config.machine)
     try:
-        attempts = ledger.history(since=since, repo=repo, machine=args.machine or None)
+        attempts = ledger.history(since=since_day, repo=repo_path, machine=machine or None)
     finally:
         ledger.close()
-    if args.json:
+    if as_json:
         emit(json.dumps({"attempts": [a.to_json() for a in attempts]}, sort_keys=True))
         return 0
     if not attempts:
-        emit("no attempts recorded" + (f" since {since.isoformat()}" if since else "")
-             + (f" on {args.machine}" if args.machine else ""))
+        emit("no attempts recorded" + (f" since {since_day.isoformat()}" if since_day else "")
+             + (f" on {machine}" if machine else ""))
         return 0
     names = repo_names(a.repo for a in attempts)
     emit("\n".join(f"{iso_utc(a.started_at)}  {one_line(a.machine or '-')}  "

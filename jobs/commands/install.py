@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
-
 from jobs.config import load_config
 from jobs.errors import EXIT_FAILED, LoopError
 from jobs.schedule_install import (
@@ -14,24 +12,25 @@ from jobs.schedule_install import (
 )
 
 
-def main(args: argparse.Namespace) -> int:
-    """Exit 0 when installed/removed (or printed), 1 when launchctl/systemctl refused or a file
-    could not be written or removed, 2 on a bad configuration."""
+def main(*, action: str, kind: str, config_path: str | None = None,
+         print_only: bool = False) -> int:
+    """`action` is install or uninstall. Exit 0 when installed/removed (or printed), 1 when
+    launchctl/systemctl refused or a file could not be written or removed, 2 on a bad
+    configuration."""
     try:
-        return _install_or_uninstall(args)
+        return _install_or_uninstall(action, kind, config_path, print_only)
     except OSError as exc:
         # A folder that cannot be made (a file in the way), a read-only home: one line, no
         # traceback.
         where = f": {exc.filename}" if exc.filename else ""
-        raise LoopError(f"{args.command} {args.kind}: {exc.strerror or exc}{where}",
-                        EXIT_FAILED) from None
+        raise LoopError(f"{action} {kind}: {exc.strerror or exc}{where}", EXIT_FAILED) from None
 
 
-def _install_or_uninstall(args: argparse.Namespace) -> int:
-    if args.command == "uninstall":
-        return uninstall_launchagent() if args.kind == "launchagent" else uninstall_systemd()
-    config = load_config(getattr(args, "config", None))
-    print_only = bool(getattr(args, "print_only", False))
-    if args.kind == "launchagent":
+def _install_or_uninstall(action: str, kind: str, config_path: str | None,
+                          print_only: bool) -> int:
+    if action == "uninstall":
+        return uninstall_launchagent() if kind == "launchagent" else uninstall_systemd()
+    config = load_config(config_path)
+    if kind == "launchagent":
         return install_launchagent(config, print_only=print_only)
     return install_systemd(config, print_only=print_only)

@@ -6,7 +6,6 @@ structured logging (the log is opened only to record an unexpected fault).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from typing import Any
@@ -18,16 +17,16 @@ from jobs.errors import EXIT_OK, EXIT_UNCHECKED, UsageError
 from jobs.output import emit, one_line, repo_names
 
 
-def main(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
-    if args.repo:
-        config = with_repos(config, args.repo)
+def main(*, config_path: str | None, repos: list[str] | None, today: str | None,
+         as_json: bool) -> int:
+    config = load_config(config_path)
+    if repos:
+        config = with_repos(config, repos)
     check_log_file(config)
     errors.crash_log = config.log_file
     if not config.repos:
         raise UsageError(f"no repositories to list: {no_repos_hint(config)}")
-    today = (parse_date(args.today, "--today") if args.today
-             else eligibility.today_in(config.timezone))
+    day = parse_date(today, "--today") if today else eligibility.today_in(config.timezone)
     rows: list[dict[str, Any]] = []
     problems: list[dict[str, Any]] = []
     repo_failed = False
@@ -43,7 +42,7 @@ def main(args: argparse.Namespace) -> int:
                          "message": e.message} for e in scan.errors)
         root = str(scan.root) + os.sep
         for task in scan.tasks:
-            c = eligibility.classify(task, scan.config, today)
+            c = eligibility.classify(task, scan.config, day)
             if c is None:
                 continue
             path = str(task.path)
@@ -55,8 +54,8 @@ def main(args: argparse.Namespace) -> int:
                 "label_date": c.label_date.isoformat() if c.label_date else None,
                 "recipe": c.recipe,
             })
-    if args.json:
-        emit(json.dumps({"today": today.isoformat(), "tasks": rows, "unreadable": problems},
+    if as_json:
+        emit(json.dumps({"today": day.isoformat(), "tasks": rows, "unreadable": problems},
                         sort_keys=True))
     else:
         emit("\n".join(text_lines(rows, problems, repo_names(str(r.path) for r in config.repos))))

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import socket
 import sys
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 
@@ -42,7 +42,22 @@ def parse_moment(text: str, option: str, zone: tzinfo, *, end: bool) -> datetime
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=zone)
 
 
-def main(args: argparse.Namespace, now: datetime | None = None) -> int:
+@dataclass(frozen=True)
+class ReviewOptions:
+    """`review`'s command line."""
+
+    config: str | None = None
+    out: str | None = None
+    format: str = "html"
+    since: str | None = None
+    until: str | None = None
+    repo: str | None = None
+    task: str | None = None
+    verdict: str | None = None
+    machine: str | None = None
+
+
+def main(args: ReviewOptions, now: datetime | None = None) -> int:
     # GitPython is not loaded here: a read-only report starts faster without it (git is asked,
     # through jobs/git.py, only for repositories that are on this machine).
     config = load_config(args.config)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import json
 import signal
 import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from types import FrameType
 
 from jobs import verify
@@ -47,20 +47,33 @@ def stop_on_termination() -> Iterator[threading.Event]:
             signal.signal(sig, old)
 
 
-def main(args: argparse.Namespace) -> int:
+@dataclass(frozen=True)
+class RunOptions:
+    """`run`'s command line."""
+
+    config: str | None
+    repos: list[str] | None
+    today: str | None
+    timeout: str | None
+    dry_run: bool
+    as_json: bool
+
+
+def main(*, config: str | None, repos: list[str] | None, today: str | None,
+         timeout: str | None, dry_run: bool, as_json: bool) -> int:
     # From the first moment: a stop while the configuration is read still ends in exit 3 with
     # every due task recorded, never in a traceback or a silent exit.
     with stop_on_termination() as stop:
-        return _run(args, stop)
+        return _run(RunOptions(config, repos, today, timeout, dry_run, as_json), stop)
 
 
-def _run(args: argparse.Namespace, stop: threading.Event) -> int:
-    config = setup(args)
+def _run(args: RunOptions, stop: threading.Event) -> int:
+    config = setup(args.config, args.repos)
     config = with_timeout(config, args.timeout)
     today = parse_date(args.today, "--today") if args.today else None
     if not config.repos:
         raise UsageError(f"no repositories to verify: {no_repos_hint(config)}")
-    live = not args.json and sys.stderr.isatty()
+    live = not args.as_json and sys.stderr.isatty()
 
     def printer(line: str) -> None:
         if live:
@@ -72,9 +85,9 @@ def _run(args: argparse.Namespace, stop: threading.Event) -> int:
         sys.stderr.flush()
 
     summary = verify.run_once(config, today=today, dry_run=args.dry_run, stop=stop,
-                              printer=None if args.json else printer,
+                              printer=None if args.as_json else printer,
                               ticker=ticker if live else None)
-    if args.json:
+    if args.as_json:
         emit(json.dumps({
             "run_id": summary.run_id, "today": summary.today.isoformat(),
             "dry_run": summary.dry_run, "exit_code": summary.exit_code,

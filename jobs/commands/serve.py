@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 
 from jobs import git
@@ -11,10 +10,10 @@ from jobs.config import load_config
 from jobs.scheduler import serve
 
 
-def main(args: argparse.Namespace) -> int:
+def main(*, config_path: str | None) -> int:
     """Exit 0 after a clean stop (SIGTERM/SIGINT), 2 on a bad configuration, 3 when another
     `serve` already holds the state directory."""
     git.isolate_environment(os.environ)
-    config = load_config(args.config)
+    config = load_config(config_path)
     start_logging(config)
     return serve(config)
