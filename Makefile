@@ -31,16 +31,17 @@ lint: setup
 typecheck: setup
 	$(BIN)/mypy
 
-# Every test, spread over one worker per core (pytest-xdist; see docs/development.md).
+# Every test, spread over one worker per core (pytest-xdist; each file with a module-scoped
+# fixture kept on one worker by its xdist_group mark; see docs/development.md).
 PYTEST_WORKERS ?= auto
 pytest: setup browser
-	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist worksteal
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup
 
 # The same suite with every property example drawn and every loop-verify/loop-pi-audit call a
 # real process (slower; what `make test` trades for speed, checked in full).
 test-thorough: setup browser
 	LOOP_JOBS_THOROUGH=1 LOOP_JOBS_TEST_SUBPROCESS=1 $(BIN)/pytest -q -n $(PYTEST_WORKERS) \
-	  --dist worksteal
+	  --dist loadgroup
 
 # Debian's Chromium for the review's browser test; without root or apt it is skipped, and so is
 # that test (with its reason).
