@@ -10,37 +10,36 @@ from __future__ import annotations
 
 import os
 import plistlib
-import re
 import shlex
 import shutil
 import subprocess
 import sys
 import time as time_module
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, time, timedelta, tzinfo
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from jobs.config import Config
 from jobs.errors import EXIT_FAILED, LoopError, UsageError
 from jobs.fsutil import atomic_write
+from jobs.schedule_units import (
+    LABEL,
+    PLIST_NAME,
+    SERVICE_NAME,
+    TIMER_NAME,
+    Target,
+    launchagent_plist,
+    on_calendar,
+    render_plist,
+    systemd_units,
+)
 
-LABEL = "dev.loop-jobs.verify"
-PLIST_NAME = f"{LABEL}.plist"
-SERVICE_NAME = "loop-verify.service"
-TIMER_NAME = "loop-verify.timer"
 PROGRAM_NAME = "loop-verify"
 # Where a Mac's Homebrew puts `just` and `git` (Apple Silicon, Intel), then the system's own.
 STANDARD_PATH = ("/opt/homebrew/bin", "/usr/local/bin", "/usr/bin", "/bin", "/usr/sbin", "/sbin")
-# launchd/systemd must wait longer than loop-verify's own SIGTERM → SIGKILL grace for the recipe.
-STOP_MARGIN = 30
 # The variables that decide which configuration, state directory, log and "today" a run uses:
 # the scheduled job gets the values the user's shell had at `install` (docs/scheduling.md).
 CARRIED_ENV = ("HOME", "XDG_CONFIG_HOME", "XDG_STATE_HOME", "TZ")
-# Like Homebrew's service plists: the agent loads in whichever domain it is bootstrapped into,
-# the GUI login (Aqua) or the user's background domain when nobody is logged in at the screen.
-SESSION_TYPES = ["Aqua", "Background", "LoginWindow", "StandardIO", "System"]
 
 Output = Callable[[str], None]
 
@@ -55,29 +54,11 @@ class Check:
     fix: str | None = None
 
 
-@dataclass(frozen=True)
-class Target:
-    """Everything the generated files point at; all absolute."""
-
-    program: Path
-    config: Path
-    log_dir: Path
-    working_dir: Path
-    path_env: str
-    # Variables besides PATH the scheduled job is started with (LOOP_JOBS_CONFIG, XDG_*, ...).
-    env: Mapping[str, str] = field(default_factory=dict)
 
 
 # -- locating things ---------------------------------------------------------------------------
 
 
-def templates_dir() -> Path:
-    """`launchagents/` beside the `jobs` package (the project root of a source or editable
-    install)."""
-    path = Path(__file__).resolve().parent.parent / "launchagents"
-    if not (path / PLIST_NAME).is_file():
-        raise LoopError(f"templates not found: {path} (reinstall loop-jobs from its source tree)")
-    return path
 
 
 def launchagent_path(home: Path | None = None) -> Path:
@@ -168,159 +149,6 @@ def install_target(config: Config, *, program: Path | None = None,
         path_env=path_env if path_env is not None else agent_path_env(),
         env=scheduled_environment(config_path, os.environ if env is None else env),
     )
-
-
-# -- times -------------------------------------------------------------------------------------
-
-
-def next_fire_time(hour: int, minute: int, zone: tzinfo, now: datetime) -> datetime:
-    """The next moment strictly after `now` when the wall clock in `zone` reads hour:minute."""
-    local_now = now.astimezone(zone)
-    day = local_now.date()
-    for _ in range(3):
-        candidate = datetime.combine(day, time(hour, minute), tzinfo=zone)
-        if candidate > now:
-            return candidate
-        day += timedelta(days=1)
-    raise AssertionError("unreachable: a daily time always comes within two days")
-
-
-def _machine_zone() -> tzinfo:
-    from jobs.jobstore import machine_zone
-
-    here = datetime.now().astimezone().tzinfo
-    assert here is not None
-    return machine_zone(here)
-
-
-def launchd_time(config: Config, *, now: datetime | None = None,
-                 machine_zone: tzinfo | None = None) -> tuple[int, int]:
-    """Hour and minute for StartCalendarInterval, which launchd reads in the Mac's local time.
-
-    With `timezone:` configured the schedule means that zone's wall clock, so it is converted at
-    the next occurrence; when the two zones change offset on different days, reinstall after the
-    change (doctor warns when the installed time no longer matches).
-    """
-    if config.timezone_name is None:
-        return config.schedule
-    now = now or datetime.now(UTC)
-    fire = next_fire_time(*config.schedule, config.timezone, now)
-    local = fire.astimezone(machine_zone or _machine_zone())
-    return local.hour, local.minute
-
-
-def on_calendar(config: Config) -> str:
-    """systemd's OnCalendar: daily at `schedule`, in the configured zone (else the machine's)."""
-    spec = f"*-*-* {config.schedule[0]:02d}:{config.schedule[1]:02d}:00"
-    return f"{spec} {config.timezone_name}" if config.timezone_name else spec
-
-
-# -- generation --------------------------------------------------------------------------------
-
-
-def _fill(value: Any, values: Mapping[str, str]) -> Any:
-    if isinstance(value, str):
-        for key, text in values.items():
-            value = value.replace(f"@{key}@", text)
-        return value
-    if isinstance(value, list):
-        return [_fill(v, values) for v in value]
-    if isinstance(value, dict):
-        return {k: _fill(v, values) for k, v in value.items()}
-    return value
-
-
-_PLACEHOLDER = re.compile(r"@[A-Z_]+@")
-
-
-def _unfilled(text: str, what: str) -> None:
-    left = _PLACEHOLDER.findall(text)
-    if left:
-        raise LoopError(f"template {what} has unknown placeholders: {', '.join(sorted(set(left)))}")
-
-
-def launchagent_plist(config: Config, target: Target, *, hour_minute: tuple[int, int] | None = None,
-                      templates: Path | None = None) -> dict[str, Any]:
-    """The LaunchAgent as a plist dictionary, from the template."""
-    template = (templates or templates_dir()) / PLIST_NAME
-    with open(template, "rb") as fh:
-        plist: dict[str, Any] = plistlib.load(fh)
-    plist = _fill(plist, {
-        "PROGRAM": str(target.program), "CONFIG": str(target.config), "PATH": target.path_env,
-        "HOME": str(target.working_dir), "LOG_DIR": str(target.log_dir)})
-    hour, minute = hour_minute or launchd_time(config)
-    plist["StartCalendarInterval"] = {"Hour": hour, "Minute": minute}
-    plist["EnvironmentVariables"] = {**plist["EnvironmentVariables"], **target.env}
-    _unfilled(repr(plist), str(template))
-    return plist
-
-
-def render_plist(plist: Mapping[str, Any]) -> bytes:
-    return plistlib.dumps(dict(plist), fmt=plistlib.FMT_XML, sort_keys=False)
-
-
-def systemd_quote(arg: str) -> str:
-    """One ExecStart argument, double-quoted so spaces survive; `%` and `$` are escaped so
-    systemd expands neither specifiers nor variables in it."""
-    if "\n" in arg or "\r" in arg:
-        raise LoopError(f"cannot put a line break in a systemd unit: {arg!r}")
-    escaped = (arg.replace("\\", "\\\\").replace('"', '\\"')
-               .replace("%", "%%").replace("$", "$$"))
-    return f'"{escaped}"'
-
-
-def systemd_unquote(text: str) -> list[str]:
-    """Split an ExecStart line written by `systemd_quote` back into arguments."""
-    return [a.replace("%%", "%").replace("$$", "$") for a in shlex.split(text)]
-
-
-def _systemd_env(name: str, value: str) -> str:
-    # Environment= takes quoted assignments and expands specifiers, not variables.
-    if "\n" in value:
-        raise LoopError(f"cannot put a line break in a systemd unit: {value!r}")
-    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
-    return f'"{name}={escaped}"'
-
-
-def systemd_units(config: Config, target: Target, *,
-                  templates: Path | None = None) -> dict[str, str]:
-    """The user service and timer, file name → text, from the templates."""
-    base = templates or templates_dir()
-    exec_start = " ".join(systemd_quote(a) for a in
-                          (str(target.program), "run", "--config", str(target.config)))
-    values = {
-        "WORKING_DIRECTORY": str(target.working_dir).replace("%", "%%"),
-        "ENVIRONMENT": " ".join(_systemd_env(name, value) for name, value in
-                                (("PATH", target.path_env), *sorted(target.env.items()))),
-        "EXEC_START": exec_start,
-        "STOP_TIMEOUT": f"{int(config.kill_grace) + STOP_MARGIN}s",
-        "ON_CALENDAR": on_calendar(config),
-    }
-    units: dict[str, str] = {}
-    for name in (SERVICE_NAME, TIMER_NAME):
-        text = (base / name).read_text(encoding="utf-8")
-        for key, value in values.items():
-            text = text.replace(f"@{key}@", value)
-        _unfilled(text, str(base / name))
-        units[name] = text
-    return units
-
-
-def unit_settings(text: str) -> dict[str, str]:
-    """`Key=value` lines of a unit file (last one wins), ignoring sections and comments."""
-    settings: dict[str, str] = {}
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith(("#", ";", "[")) or "=" not in line:
-            continue
-        key, _, value = line.partition("=")
-        settings[key.strip()] = value.strip()
-    return settings
-
-
-# -- running system commands -------------------------------------------------------------------
-
-
 def _run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
     # Fixed argument vectors of launchctl/systemctl, never a shell.
     return subprocess.run(list(argv), stdin=subprocess.DEVNULL,

@@ -15,22 +15,24 @@ from jobs.config import Config, load_config
 from jobs.errors import LoopError
 from jobs.ledger import redact_url
 from jobs.schedule_install import (
-    SERVICE_NAME,
-    TIMER_NAME,
     Check,
-    _machine_zone,
     _run,
     _systemctl,
     is_macos,
     launchagent_path,
+    systemd_user_dir,
+    tools_not_on,
+    user_manager_running,
+)
+from jobs.schedule_units import (
+    SERVICE_NAME,
+    TIMER_NAME,
     launchd_time,
+    local_machine_zone,
     next_fire_time,
     on_calendar,
     systemd_unquote,
-    systemd_user_dir,
-    tools_not_on,
     unit_settings,
-    user_manager_running,
 )
 
 
@@ -94,7 +96,7 @@ def launchagent_check(config: Config, *, now: datetime | None = None) -> Check |
         return Check(name, False, f"{path} cannot be read: {exc}",
                      "loop-verify install launchagent")
     now = now or datetime.now(UTC)
-    zone = _machine_zone()
+    zone = local_machine_zone()
     nxt = next_fire_time(hour, minute, zone, now)
     config_arg = Path(args[args.index("--config") + 1]) if "--config" in args[:-1] else None
     log_dir = Path(str(plist.get("StandardOutPath", ""))).parent \

@@ -20,23 +20,25 @@ from scheduler_helpers import write_config
 from jobs.config import Config
 from jobs.main import main
 from jobs.schedule_install import (
-    LABEL,
     Check,
-    Target,
     install_launchagent,
     install_systemd,
     install_target,
     launchagent_path,
+    systemd_user_dir,
+)
+from jobs.schedule_status import scheduler_checks
+from jobs.schedule_units import (
+    LABEL,
+    Target,
     launchagent_plist,
     launchd_time,
     next_fire_time,
     on_calendar,
     render_plist,
     systemd_unquote,
-    systemd_user_dir,
     unit_settings,
 )
-from jobs.schedule_status import scheduler_checks
 from jobs.scheduler import serve_lock
 
 PLIST_KEYS = {"Label", "ProgramArguments", "StartCalendarInterval", "EnvironmentVariables",

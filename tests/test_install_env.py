@@ -17,13 +17,11 @@ from jobs.schedule_install import (
     install_systemd,
     install_target,
     launchagent_path,
-    launchagent_plist,
     launchd_domain,
-    render_plist,
     systemd_user_dir,
-    unit_settings,
 )
 from jobs.schedule_status import scheduler_checks
+from jobs.schedule_units import launchagent_plist, render_plist, unit_settings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")

@@ -20,10 +20,9 @@ from jobs.schedule_install import (
     install_systemd,
     install_target,
     launchagent_path,
-    launchagent_plist,
-    render_plist,
 )
 from jobs.schedule_status import scheduler_checks
+from jobs.schedule_units import launchagent_plist, render_plist
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TOOLS_PATH = ":".join(dict.fromkeys(
