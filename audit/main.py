@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     add = sub.add_parser("add", help="add REPO to the before-snapshot")
     add.add_argument("repo", metavar="REPO")
     run_dir(add)
+    add.set_defaults(charter=None)
 
     rec = sub.add_parser("record-push", help="append one push to the run's push log")
     rec.add_argument("--repo", required=True, metavar="REPO")
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     snap = sub.add_parser("snapshot", help="write a snapshot of REPO... to FILE")
     snap.add_argument("--out", required=True, metavar="FILE")
     snap.add_argument("repos", nargs="+", metavar="REPO")
+    snap.set_defaults(run_dir=None)
 
     cmp = sub.add_parser("compare", help="judge the changes between two snapshots")
     cmp.add_argument("before", metavar="BEFORE")
@@ -89,7 +91,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if command in ("begin", "add", "closeout", "snapshot"):
         # These read GitHub: PyGithub's and urllib3's own records go to our structured log.
         from audit.logs import audit_log_file, set_log_target, unroute
-        set_log_target(audit_log_file(getattr(args, "run_dir", None)))
+        set_log_target(audit_log_file(args.run_dir))
         try:
             return _run(args)
         finally:
@@ -101,22 +103,29 @@ def _run(args: argparse.Namespace) -> int:
     command: str = args.command
     if command in ("begin", "add"):
         from audit.commands import begin
-        return begin.main(args)
+        return begin.main(command=command, repo=args.repo, run_dir=args.run_dir,
+                          charter=args.charter)
     if command == "record-push":
         from audit.commands import record_push
-        return record_push.main(args)
+        return record_push.main(repo=args.repo, ref=args.ref, old=args.old, new=args.new,
+                                remote=args.remote, run_dir=args.run_dir)
     if command == "hook":
         from audit.commands import hook
-        return hook.main(args)
+        return hook.main(action=args.action, repo=args.repo, run_dir=args.run_dir)
     if command == "snapshot":
         from audit.commands import snapshot
-        return snapshot.main(args)
-    if command in ("closeout", "compare"):
+        return snapshot.main(out=args.out, repos=args.repos)
+    if command == "closeout":
         from audit.commands import closeout
-        return closeout.main(args)
+        return closeout.closeout(run_dir=args.run_dir, charter=args.charter,
+                                 push_log=args.push_log, as_json=args.json, config=args.config)
+    if command == "compare":
+        from audit.commands import closeout
+        return closeout.compare(before_file=args.before, after_file=args.after,
+                                charter=args.charter, push_log=args.push_log, as_json=args.json,
+                                run_dir=args.run_dir, config=args.config)
     from audit.commands import report
-    return report.main(args)
-
+    return report.main(run_dir=args.run_dir)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,12 +27,13 @@ from audit.snapshot_file import load_snapshot
 from jobs.errors import EXIT_FAILED, EXIT_OK, UsageError
 
 
-def main(args: argparse.Namespace) -> int:
-    run_dir = resolve_run_dir(args.run_dir)
-    repo = require_repository(args.repo)
-    if args.command == "begin":
-        return begin(run_dir, repo, Path(args.charter) if args.charter else None)
-    return add(run_dir, repo)
+def main(*, command: str, repo: str, run_dir: str | None, charter: str | None = None) -> int:
+    """`begin` (a fresh before-snapshot, arming the charter) or `add` (one more repository)."""
+    directory = resolve_run_dir(run_dir)
+    root = require_repository(repo)
+    if command == "begin":
+        return begin(directory, root, Path(charter) if charter else None)
+    return add(directory, root)
 
 
 def begin(run_dir: Path, repo: Path, charter_path: Path | None) -> int:

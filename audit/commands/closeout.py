@@ -18,7 +18,6 @@ The push log is `--push-log FILE` (which must exist), else for closeout `RUN_DIR
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -47,14 +46,15 @@ from jobs.errors import InputError, UsageError
 from jobs.fsutil import atomic_write
 
 
-def main(args: argparse.Namespace) -> int:
-    if args.command == "compare":
-        return compare(args)
-    return closeout(args)
+def closeout(*, run_dir: str | None, charter: str | None, push_log: str | None, as_json: bool,
+             config: str | None) -> int:
+    """Snapshot again, judge every change, write both reports into the run directory."""
+    directory = resolve_run_dir(run_dir)
+    return _closeout(directory, charter, push_log, as_json, config)
 
 
-def closeout(args: argparse.Namespace) -> int:
-    run_dir = resolve_run_dir(args.run_dir)
+def _closeout(run_dir: Path, charter_path: str | None, push_log: str | None, as_json: bool,
+              config: str | None) -> int:
     before_path = run_dir / BEFORE
     if not before_path.exists():
         raise UsageError(f"no {BEFORE} in {run_dir}: run `loop-pi-audit begin` first")
@@ -64,8 +64,8 @@ def closeout(args: argparse.Namespace) -> int:
         for stale in (REPORT_JSON, REPORT_TXT):
             (run_dir / stale).unlink(missing_ok=True)
         before = load_snapshot(before_path)
-        charter = resolve_charter(args.charter, before, before_path)
-        entries = load_push_log(args.push_log, run_dir / PUSH_LOG)
+        charter = resolve_charter(charter_path, before, before_path)
+        entries = load_push_log(push_log, run_dir / PUSH_LOG)
         repos = [Path(repo) for repo in before["repos"]]
         after = take_snapshot(repos, charter_sha256=before["charter_sha256"])
         write_json(run_dir / AFTER, after)
@@ -73,24 +73,26 @@ def closeout(args: argparse.Namespace) -> int:
         text, data = render_both(findings)
         atomic_write(run_dir / REPORT_JSON, data.encode("utf-8"))
         atomic_write(run_dir / REPORT_TXT, text.encode("utf-8"))
-    print(data if args.json else text, end="")
-    record_audit(args.config, command="closeout", run_dir=run_dir, before=before, after=after,
+    print(data if as_json else text, end="")
+    record_audit(config, command="closeout", run_dir=run_dir, before=before, after=after,
                  findings=findings, charter_sha256=before.get("charter_sha256"))
     return exit_code(findings)
 
 
-def compare(args: argparse.Namespace) -> int:
-    before_path = Path(args.before)
+def compare(*, before_file: str, after_file: str, charter: str | None, push_log: str | None,
+            as_json: bool, run_dir: str | None, config: str | None) -> int:
+    """Judge the changes between two snapshot files; with `run_dir`, record the audit."""
+    before_path = Path(before_file)
     before = load_snapshot(before_path)
-    after = load_snapshot(Path(args.after))
-    charter = resolve_charter(args.charter, before, before_path, frozen_only=False)
-    entries = load_push_log(args.push_log, None)
-    findings = judge_snapshots(before, after, entries, charter)
-    print(render_json(findings) if args.json else render_text(findings), end="")
-    if args.run_dir is not None:
-        record_audit(args.config, command="compare", run_dir=Path(args.run_dir), before=before,
+    after = load_snapshot(Path(after_file))
+    grant = resolve_charter(charter, before, before_path, frozen_only=False)
+    entries = load_push_log(push_log, None)
+    findings = judge_snapshots(before, after, entries, grant)
+    print(render_json(findings) if as_json else render_text(findings), end="")
+    if run_dir is not None:
+        record_audit(config, command="compare", run_dir=Path(run_dir), before=before,
                      after=after, findings=findings,
-                     charter_sha256=charter.sha256 if charter is not None else None)
+                     charter_sha256=grant.sha256 if grant is not None else None)
     return exit_code(findings)
 
 

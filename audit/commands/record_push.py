@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 from datetime import UTC, datetime
 
@@ -13,22 +12,22 @@ from jobs.errors import EXIT_OK, UsageError
 SOURCE = "record-push"
 
 
-def main(args: argparse.Namespace) -> int:
-    run_dir = resolve_run_dir(args.run_dir)
-    if not run_dir.is_dir():
+def main(*, repo: str, ref: str, old: str, new: str, remote: str, run_dir: str | None) -> int:
+    directory = resolve_run_dir(run_dir)
+    if not directory.is_dir():
         # A mistyped run directory must not quietly collect the entries the audit will look for.
-        raise UsageError(f"run directory {run_dir} does not exist (run `loop-pi-audit begin`)")
-    old, new = args.old.lower(), args.new.lower()
+        raise UsageError(f"run directory {directory} does not exist (run `loop-pi-audit begin`)")
+    old, new = old.lower(), new.lower()
     for label, value in (("--old", old), ("--new", new)):
         if not is_sha(value):
             raise UsageError(f"{label} must be a 40-hex SHA (40 zeros for none), got {value!r}")
-    if not args.ref.startswith("refs/"):
+    if not ref.startswith("refs/"):
         raise UsageError(f"--ref must be a full ref name such as refs/heads/main, "
-                         f"got {args.ref!r}")
-    if not args.remote:
+                         f"got {ref!r}")
+    if not remote:
         raise UsageError("--remote must not be empty")
-    append_push(run_dir, {
-        "repo": os.path.realpath(args.repo), "remote": args.remote, "ref": args.ref,
+    append_push(directory, {
+        "repo": os.path.realpath(repo), "remote": remote, "ref": ref,
         "old": old, "new": new, "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "source": SOURCE})
     return EXIT_OK

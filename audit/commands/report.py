@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import argparse
 import json
+from pathlib import Path
 
 from audit.rundir import REPORT_JSON, REPORT_TXT, resolve_run_dir, run_lock
 from jobs.errors import InputError, UsageError
@@ -11,8 +11,12 @@ from jobs.errors import InputError, UsageError
 EXIT_BY_VERDICT = {"pass": 0, "fail": 1, "could_not_check": 3}
 
 
-def main(args: argparse.Namespace) -> int:
-    run_dir = resolve_run_dir(args.run_dir)
+def main(*, run_dir: str | None) -> int:
+    directory = resolve_run_dir(run_dir)
+    return _reprint(directory)
+
+
+def _reprint(run_dir: Path) -> int:
     text_path, json_path = run_dir / REPORT_TXT, run_dir / REPORT_JSON
     if not text_path.exists():
         raise UsageError(f"no report in {run_dir}: run `loop-pi-audit closeout` first")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -11,12 +10,12 @@ from audit.snapshot import require_repository, snapshot_complete, summarize, tak
 from jobs.errors import EXIT_OK
 
 
-def main(args: argparse.Namespace) -> int:
-    repos = [require_repository(r) for r in args.repos]
-    snap = take_snapshot(repos, charter_sha256=None)
-    write_json(Path(args.out), snap)
+def main(*, out: str, repos: list[str]) -> int:
+    roots = [require_repository(r) for r in repos]
+    snap = take_snapshot(roots, charter_sha256=None)
+    write_json(Path(out), snap)
     for reason in snapshot_complete(snap):
         print(f"loop-pi-audit: unavailable: {reason}", file=sys.stderr)
-    print(f"loop-pi-audit: wrote {args.out}")
+    print(f"loop-pi-audit: wrote {out}")
     print(summarize(snap))
     return EXIT_OK
