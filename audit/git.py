@@ -28,14 +28,19 @@ class GitFailed(Exception):
         return self.message
 
 
+def seconds_from_env(name: str, default: float, env: Mapping[str, str] = os.environ) -> float:
+    """A positive number of seconds from `$name`; unset, unreadable or not positive: `default`."""
+    raw = env.get(name, "")
+    try:
+        value = float(raw) if raw else default
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
 def remote_timeout(env: Mapping[str, str] = os.environ) -> float:
     """Seconds a git command that talks to a remote may take ($LOOP_PI_GIT_TIMEOUT, default 60)."""
-    raw = env.get(TIMEOUT_ENV, "")
-    try:
-        value = float(raw) if raw else DEFAULT_REMOTE_TIMEOUT
-    except ValueError:
-        return DEFAULT_REMOTE_TIMEOUT
-    return value if value > 0 else DEFAULT_REMOTE_TIMEOUT
+    return seconds_from_env(TIMEOUT_ENV, DEFAULT_REMOTE_TIMEOUT, env)
 
 
 # GIT_* variables that may reach our git: they choose which user files, credentials, transports

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from audit.git import seconds_from_env
 from audit.urls import GITHUB_HOSTS
 from audit.urls import github_repo_from_url as github_repo_from_url  # re-exported for jobs.review
 
@@ -71,12 +72,7 @@ CAP_ENV = "LOOP_PI_GITHUB_TIMEOUT"
 
 def github_cap(env: Mapping[str, str] = os.environ) -> float:
     """Seconds one snapshot's GitHub calls may take together ($LOOP_PI_GITHUB_TIMEOUT, 60)."""
-    raw = env.get(CAP_ENV, "")
-    try:
-        value = float(raw) if raw else DEFAULT_CAP
-    except ValueError:
-        return DEFAULT_CAP
-    return value if value > 0 else DEFAULT_CAP
+    return seconds_from_env(CAP_ENV, DEFAULT_CAP, env)
 
 
 @dataclass
