@@ -30,9 +30,6 @@ from jobs.backlog import (
 )
 from jobs.backlog_edit import add_label, append_notes, remove_label, set_status, set_updated_date
 
-# Its module-scoped fixture is built once: every test of this file on one xdist worker.
-pytestmark = pytest.mark.xdist_group("test_backlog_cli")
-
 SUMMARY = ("verify-failed 2026-11-30T07:30:12Z: `just verify-disk` exited 1 after 12.4s "
            "(timeout 30m)\nlast lines of output:\n    disk usage 97% > 90%\n    it's \"bad\" "
            "#1: [x]\nfull output: /state/runs/2026-11-30/TASK-1.log")

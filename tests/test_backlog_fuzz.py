@@ -29,9 +29,6 @@ from jobs.backlog import Task, TaskEditError, TaskParseError, parse_task
 from jobs.backlog_edit import add_label, remove_label, set_status, set_updated_date
 from jobs.task import BacklogConfig
 
-# Its module-scoped fixture is built once: every test of this file on one xdist worker.
-pytestmark = pytest.mark.xdist_group("test_backlog_fuzz")
-
 LABEL = "verify:2026-11-01"
 KEYS = ["id", "title", "status", "labels", "updated_date", "assignee", "other"]
 VALUES = {

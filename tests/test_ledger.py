@@ -14,9 +14,6 @@ from verify_helpers import make_verify_repo
 from jobs.errors import LoopError
 from jobs.ledger import Attempt, Ledger, LedgerError
 
-# Its module-scoped fixture is built once: every test of this file on one xdist worker.
-pytestmark = pytest.mark.xdist_group("test_ledger")
-
 
 def attempt(repo: str, verdict: str, started: datetime, **kw: object) -> Attempt:
     return Attempt(run_id="r1", started_at=started, repo=repo, verdict=verdict, **kw)  # type: ignore[arg-type]

@@ -27,9 +27,6 @@ from jobs import claims
 from jobs.ledger import Attempt, Ledger, LedgerError
 from jobs.spool import SPOOL_DIR, Spool
 
-# Its module-scoped fixture is built once: every test of this file on one xdist worker.
-pytestmark = pytest.mark.xdist_group("test_ledger_machines")
-
 TODAY = ("--today", "2026-11-30")
 VERDICT_COMMIT = re.compile(r"loop-verify: (TASK-\d+) (passed|failed) \(just verify-\w+\)")
 

@@ -11,9 +11,6 @@ import pytest
 from review_helpers import HOSTILE_OUTPUT, ReviewWorld, world_fixture
 from verify_helpers import git
 
-# Its module-scoped fixture is built once: every test of this file on one xdist worker.
-pytestmark = pytest.mark.xdist_group("test_review")
-
 world = pytest.fixture(scope="module")(world_fixture)
 
 

@@ -12,9 +12,6 @@ from typing import Any
 import pytest
 from review_helpers import HOSTILE_TITLE, ReviewWorld, world_fixture
 
-# Its module-scoped fixture is built once: every test of this file on one xdist worker.
-pytestmark = pytest.mark.xdist_group("test_review_browser")
-
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
                  "--disable-background-networking", "--disable-component-update",
