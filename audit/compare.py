@@ -4,26 +4,10 @@ Pure functions only. What git knows about the history of a moved default branch 
 `History` built by `audit.history`; nothing in here starts a process, so every rule can be tested
 on plain data and the whole judgement costs a fixed number of git processes per changed ref.
 
-Decisions where the contract is silent (also in docs/audit.md):
-
-* A merge commit's paths are its changes against every parent (`audit.history` unites them);
-  the commits it brings in through other parents are in the range and are judged on their own.
-  A commit that changes no path is never BACKLOG_ONLY.
-* An added default branch judges the commits its tip reaches that no ref of that remote reached
-  before; a moved one judges exactly `before..after`. An added one that brings no new commit is
-  judged like any other ref (the push log must chain it); a deleted one always fails.
-* A push-log entry covers a remote when its `remote` is that remote's name, one of its URLs, or
-  another remote sharing a URL with it (`audit.rules.covering`).
-* FOREIGN needs the run's own session from the charter's `session:`; without it no commit can be
-  told apart from the run's own, so none is FOREIGN. A commit whose trailers include the run's
-  own session is never FOREIGN.
-* A release-please release commit touches only `CHANGELOG.md` files, the root
-  `.release-please-manifest.json` and the version files in `VERSION_FILES` (by file name, in any
-  folder); anything else (a version constant in source code, say) makes it an ordinary commit.
-  The `(<scope>)` of its subject, when present, must name the branch it landed on.
-* A ref finding of the default branch carries the most severe verdict of its commits (a
-  non-fast-forward is NON_FAST_FORWARD whatever they are), so one bad commit counts twice in
-  "K failing": once for the commit, once for the branch that carries it.
+The decisions taken where the contract is silent (how merges, added or deleted default branches,
+remotes sharing a URL, FOREIGN and release-please commits are judged, and how a branch finding
+carries its commits' severity) are listed in docs/audit.md under "Decisions where the contract
+is silent".
 """
 
 from __future__ import annotations
@@ -69,7 +53,7 @@ from audit.rules import (
     reach_bits,
     ref_changes,
 )
-from audit.urls import redact_url
+from audit.urls import redacted_urls
 
 
 def judge(before: Mapping[str, Any], after: Mapping[str, Any], charter: Charter | None,
@@ -112,16 +96,6 @@ def _unaudited(entries: Sequence[PushEntry]) -> list[Finding]:
 
 
 
-def _redacted(value: Any) -> Any:
-    """URLs as compared: redacted on both sides (a snapshot written before redaction, or a
-    token rotated during the run, is not another remote)."""
-    if isinstance(value, str):
-        return redact_url(value)
-    if isinstance(value, list):
-        return [redact_url(v) if isinstance(v, str) else v for v in value]
-    return value
-
-
 class RepoJudge(ReleaseJudge):
     def run(self) -> list[Finding]:
         b_remotes: Mapping[str, Any] = self.before.get("remotes", {})
@@ -139,9 +113,9 @@ class RepoJudge(ReleaseJudge):
             if down:
                 self._add(name, "", "remote-unavailable", None, None, UNVERIFIED, "; ".join(down))
                 continue
-            moved = [f"{key} {_redacted(b.get(key))!r} → {_redacted(a.get(key))!r}"
+            moved = [f"{key} {redacted_urls(b.get(key))!r} → {redacted_urls(a.get(key))!r}"
                      for key in ("url", "pushurls", "rewritten_to")
-                     if _redacted(b.get(key)) != _redacted(a.get(key))]
+                     if redacted_urls(b.get(key)) != redacted_urls(a.get(key))]
             if moved:
                 # The after-snapshot looked somewhere else: what became of the refs the run
                 # started from was never seen.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 GITHUB_HOSTS = ("github.com", "www.github.com", "ssh.github.com")
@@ -80,3 +81,13 @@ def github_remote(url: str, extra_hosts: Iterable[str] = ()) -> tuple[str, str] 
     if not name or not _PART.match(owner) or not _PART.match(name):
         return None
     return host.lower(), f"{owner}/{name}"
+
+
+def redacted_urls(value: Any) -> Any:
+    """URLs as compared: redacted on both sides (a snapshot written before redaction, or a
+    token rotated during the run, is not another remote). A string or a list of them."""
+    if isinstance(value, str):
+        return redact_url(value)
+    if isinstance(value, list):
+        return [redact_url(v) if isinstance(v, str) else v for v in value]
+    return value
