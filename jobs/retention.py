@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import shutil
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from jobs.logs import get_logger
@@ -14,9 +14,11 @@ RUNS_DIR = "runs"
 
 
 def prune_outputs(state_dir: Path, retention: float, now: datetime) -> list[Path]:
-    """Remove run folders whose newest file is older than `retention` seconds; returns them.
+    """Remove run folders older than `retention` seconds; returns them.
 
-    A folder's age is its newest entry's mtime, so a run that is still writing is never taken.
+    A folder is old when its newest entry's mtime is (so a run still writing is never taken) and
+    when the time in its name, the run id, is too: the run id comes from the clock `now` comes
+    from, mtimes from the file system's, and a folder must look old by both before it goes.
     Folders that cannot be removed are logged and left for the next run.
     """
     runs = state_dir / RUNS_DIR
@@ -32,7 +34,7 @@ def prune_outputs(state_dir: Path, retention: float, now: datetime) -> list[Path
                           *(p.lstat().st_mtime for p in folder.rglob("*"))])
         except OSError:
             continue
-        if newest >= cutoff:
+        if newest >= cutoff or _named_time(folder.name, default=newest) >= cutoff:
             continue
         try:
             shutil.rmtree(folder)
@@ -43,3 +45,11 @@ def prune_outputs(state_dir: Path, retention: float, now: datetime) -> list[Path
     if removed:
         log.info("outputs.pruned", folders=len(removed), retention_s=retention)
     return removed
+
+
+def _named_time(name: str, default: float) -> float:
+    """The start time in a run folder's name (`20261130T073012Z-1a2b3c4d`), else `default`."""
+    try:
+        return datetime.strptime(name[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return default

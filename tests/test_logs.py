@@ -153,6 +153,20 @@ def test_old_run_output_is_pruned_and_recent_output_kept(tmp_path: Path) -> None
     assert prune_outputs(tmp_path / "nothing here", 30 * 86400, now) == []
 
 
+def test_a_run_folder_named_recently_is_kept_whatever_its_mtime(tmp_path: Path) -> None:
+    # The run id comes from our clock, mtimes from the file system's; when the two disagree (a
+    # clock stepped back, or a test under libfaketime), the folder must look old by both to go.
+    now = datetime(2026, 11, 30, 7, 30, tzinfo=UTC)
+    folder = tmp_path / "runs" / "20261130T070000Z-dddd"
+    folder.mkdir(parents=True)
+    (folder / "app-TASK-1.log").write_text("output\n")
+    stamp = (now - timedelta(days=90)).timestamp()
+    for path in (folder / "app-TASK-1.log", folder):
+        os.utime(path, (stamp, stamp))
+    assert prune_outputs(tmp_path, 30 * 86400, now) == []
+    assert folder.exists()
+
+
 def test_a_run_prunes_output_older_than_the_configured_retention(tmp_path: Path) -> None:
     repo = make_verify_repo(tmp_path, tasks=[1], extra_config={"output_retention": "1d"})
     stale = repo.state_dir / "runs" / "20200101T000000Z-dead"
