@@ -62,6 +62,7 @@ bench: setup
 	$(BIN)/python bench/verify_overhead.py
 	$(BIN)/python bench/audit.py
 	$(BIN)/python bench/review.py
+	$(BIN)/python bench/runner_overhead.py
 
 fixtures: setup
 	$(BIN)/python backlog-fixtures/generate.py
