@@ -101,13 +101,16 @@ class Observed:
     result: RecipeResult
     seen: dict[int, int] = field(default_factory=dict)
     wall: float = 0.0
+    ended: float = 0.0  # time.monotonic() when the run returned
 
 
-def run_observed(text: str, expect: int, /, **kwargs: Any) -> Observed:
+def run_observed(text: str, expect: int, /, on_started: Callable[[], None] | None = None,
+                 **kwargs: Any) -> Observed:
     """Run a recipe in a thread while recording every process whose argv holds `text`.
 
     Recording stops growing once `expect` such processes were seen (so quick recipes are not
-    raced against), but keeps going until the run ends.
+    raced against), but keeps going until the run ends. `on_started` is called once, as soon as
+    they were all seen (a test stops the run there, not after a guessed delay).
     """
     box: dict[str, RecipeResult] = {}
     errors: list[BaseException] = []
@@ -124,13 +127,17 @@ def run_observed(text: str, expect: int, /, **kwargs: Any) -> Observed:
     thread.start()
     while thread.is_alive():
         seen.update(processes_with(text))
+        if on_started is not None and len(seen) >= expect:
+            on_started()
+            on_started = None
         time.sleep(0.01)
     thread.join()
-    wall = time.monotonic() - started
+    ended = time.monotonic()
+    wall = ended - started
     if errors:
         raise errors[0]
     assert len(seen) >= expect, f"the fixture never started its {expect} process(es): {seen}"
-    return Observed(box["r"], seen, wall)
+    return Observed(box["r"], seen, wall, ended)
 
 
 def assert_nothing_left(
