@@ -40,15 +40,22 @@ GRACE = 0.5
 # The fixtures' sleeps last days, so a run that waited for them is caught by any bound; the bound
 # is generous because a loaded machine can take seconds to start and reap the processes.
 LIMIT = TIMEOUT + GRACE + 10.0
+# A recipe line that waits until the test has seen the recipe's marked processes.
+SEEN = "<wait until seen>"
 
 
 def run_tree(
     tmp_path: Path, body: list[str], m: str, expect: int, timeout: float = TIMEOUT
 ) -> Observed:
-    jf = write_justfile(tmp_path, recipe("verify-tree", *body))
+    """A SEEN line in `body` waits until the test has seen all `expect` marked processes, so a
+    quick recipe never races the observer."""
+    seen = tmp_path / "seen"
+    lines = [f"@while [ ! -e {seen} ]; do sleep 0.02; done" if line == SEEN else line
+             for line in body]
+    jf = write_justfile(tmp_path, recipe("verify-tree", *lines))
     return run_observed(
-        m, expect, root=tmp_path, justfile=jf, recipe="verify-tree", timeout=timeout,
-        kill_grace=GRACE, output_path=tmp_path / "out.log", just=JUST,
+        m, expect, on_started=seen.touch, root=tmp_path, justfile=jf, recipe="verify-tree",
+        timeout=timeout, kill_grace=GRACE, output_path=tmp_path / "out.log", just=JUST,
     )
 
 
@@ -101,9 +108,10 @@ def test_child_ignoring_sigterm_in_python(tmp_path: Path) -> None:
 
 def test_grandchild_holding_stdout_while_the_recipe_exits_at_once(tmp_path: Path) -> None:
     m = marker()
-    obs = run_tree(tmp_path, [f"@sh -c 'sleep {m}; echo never' &", "sleep 0.3"], m, 1, timeout=30)
+    obs = run_tree(tmp_path, [f"@sh -c 'sleep {m}; echo never' &", SEEN], m, 1, timeout=30)
     assert (obs.result.outcome, obs.result.exit_code) == ("exited", 0)
-    assert obs.wall < 2, "the runner waited for the holder of stdout"
+    # The holder sleeps for days: a runner that waited for it would never get here.
+    assert obs.wall < 10, "the runner waited for the holder of stdout"
     assert obs.result.survivors_killed >= 1
     assert "never" not in obs.result.output_path.read_text()
     assert_nothing_left(obs, m)
@@ -136,7 +144,7 @@ def test_setsid_grandchild_without_the_token_under_a_live_parent(tmp_path: Path)
 def test_passing_recipe_that_leaves_a_daemon(tmp_path: Path) -> None:
     m = marker()
     obs = run_tree(
-        tmp_path, [f"sh -c '(setsid sleep {m} &) &'", "sleep 0.3", "echo done"], m, 1, timeout=30
+        tmp_path, [f"sh -c '(setsid sleep {m} &) &'", SEEN, "echo done"], m, 1, timeout=30
     )
     assert (obs.result.outcome, obs.result.exit_code) == ("exited", 0)
     assert obs.result.survivors_killed == 1
@@ -147,7 +155,7 @@ def test_passing_recipe_that_leaves_a_daemon(tmp_path: Path) -> None:
 def test_passing_recipe_whose_daemon_dropped_the_token(tmp_path: Path) -> None:
     m = marker()
     obs = run_tree(
-        tmp_path, [f"sh -c '(env -i setsid sleep {m} &) &'", "sleep 0.3"], m, 1, timeout=30
+        tmp_path, [f"sh -c '(env -i setsid sleep {m} &) &'", SEEN], m, 1, timeout=30
     )
     assert (obs.result.outcome, obs.result.exit_code) == ("exited", 0)
     assert_nothing_left(obs, m)
@@ -186,7 +194,7 @@ def test_other_children_of_the_caller_are_neither_killed_nor_reaped(tmp_path: Pa
     while not Path(f"/proc/{finished.pid}/stat").read_bytes().split(b") ")[1].startswith(b"Z"):
         time.sleep(0.01)  # wait until it is a zombie waiting for us
     try:
-        obs = run_tree(tmp_path, [f"sh -c '(setsid sleep {m} &) &'", "sleep 0.3"], m, 1, timeout=30)
+        obs = run_tree(tmp_path, [f"sh -c '(setsid sleep {m} &) &'", SEEN], m, 1, timeout=30)
         assert obs.result.exit_code == 0
         assert_nothing_left(obs, m, not_ours=frozenset({finished.pid}))
         assert bystander.poll() is None
@@ -251,7 +259,7 @@ def test_without_the_subreaper_a_passing_recipes_daemon_is_killed(
 ) -> None:
     monkeypatch.setattr(jobs.proctree, "USE_SUBREAPER", False)
     m = marker()
-    obs = run_tree(tmp_path, [f"sh -c '(setsid sleep {m} &) &'", "sleep 0.3"], m, 1, timeout=30)
+    obs = run_tree(tmp_path, [f"sh -c '(setsid sleep {m} &) &'", SEEN], m, 1, timeout=30)
     assert (obs.result.outcome, obs.result.exit_code) == ("exited", 0)
     assert obs.result.survivors_killed == 1
     # Re-parented to init (not to us), it is gone but not our zombie to reap.
@@ -265,7 +273,8 @@ def test_orphans_of_a_recipe_are_handed_to_the_runner(tmp_path: Path) -> None:
     pid_file, ppid_file = tmp_path / "pid", tmp_path / "ppid"
     body = [
         f"sh -c '(sleep {m} & echo $! > {pid_file}) &'",
-        "sleep 0.3",
+        SEEN,
+        "sleep 0.3",  # the intermediate shell exits, and its orphan is handed on
         f"ps -o ppid= -p $(cat {pid_file}) > {ppid_file}",
     ]
     obs = run_tree(tmp_path, body, m, 1, timeout=30)
