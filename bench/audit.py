@@ -61,6 +61,17 @@ def audit(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
                           capture_output=True, env=env or ENV, cwd=ROOT, check=False)
 
 
+
+def arm(clone: Path, work: Path) -> Path:
+    """`loop-pi-audit begin` on the clone with the bench's charter; the run directory."""
+    run_dir = work / "run"
+    charter = work / "charter.md"
+    charter.write_text("# Charter: bench/repo loop1\nsession: bench-session\n")
+    done = audit("begin", str(clone), "--charter", str(charter), "--run-dir", str(run_dir))
+    if done.returncode != 0:
+        raise SystemExit(f"begin failed: {done.stderr.decode()}")
+    return run_dir
+
 def kind_of_chunk(i: int) -> str:
     """Every tenth chunk another session's (foreign), every tenth backlog-only; the rest logged."""
     return {3: "foreign", 7: "backlog"}.get(i % 10, "logged")
@@ -103,12 +114,7 @@ def build(work: Path, n: int, logged: bool = True) -> tuple[Path, Path, str, str
     git(clone, "remote", "add", "origin", str(bare))
     git(clone, "push", "-q", "origin", "main",
         *[f"{base}:refs/heads/side/{i:03d}" for i in range(OTHER_REFS)])
-    run_dir = work / "run"
-    charter = work / "charter.md"
-    charter.write_text("# Charter: bench/repo loop1\nsession: bench-session\n")
-    done = audit("begin", str(clone), "--charter", str(charter), "--run-dir", str(run_dir))
-    if done.returncode != 0:
-        raise SystemExit(f"begin failed: {done.stderr.decode()}")
+    run_dir = arm(clone, work)
 
     marks = work / "marks"
     git(clone, "fast-import", "--quiet", f"--export-marks={marks}",
@@ -189,12 +195,7 @@ def build_empty(work: Path) -> tuple[Path, Path, str, str]:
     base = git(clone, "rev-parse", "HEAD").strip()
     git(clone, "remote", "add", "origin", str(bare))
     git(clone, "push", "-q", "origin", "main")
-    run_dir = work / "run"
-    charter = work / "charter.md"
-    charter.write_text("# Charter: bench/repo loop1\nsession: bench-session\n")
-    done = audit("begin", str(clone), "--charter", str(charter), "--run-dir", str(run_dir))
-    if done.returncode != 0:
-        raise SystemExit(f"begin failed: {done.stderr.decode()}")
+    run_dir = arm(clone, work)
     return clone, run_dir, base, base
 
 

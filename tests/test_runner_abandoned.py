@@ -18,6 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 from runner_helpers import JUST, marker, processes_with, recipe, write_justfile
+from verify_helpers import unshare_available
 
 from jobs.proctree import TOKEN_VAR
 from jobs.run_scope import SCOPE_DIR, Scope
@@ -154,13 +155,6 @@ def test_another_users_process_is_never_swept(tmp_path: Path, cleanup: list[str]
     assert sleepers(tag_other) == [theirs]
     assert proc.is_running()
 
-
-def unshare_available() -> bool:
-    if os.geteuid() != 0 or shutil.which("unshare") is None:
-        return False
-    probe = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"],
-                           capture_output=True, check=False, timeout=30)
-    return probe.returncode == 0
 
 
 @pytest.mark.skipif(not unshare_available(), reason="needs root and unshare --pid")

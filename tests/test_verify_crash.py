@@ -39,6 +39,7 @@ from verify_helpers import (
     make_verify_repo,
     marked_pids,
     start_verify,
+    verdict_commits,
     verify_argv,
     wait_for,
 )
@@ -124,14 +125,6 @@ def install_hook(repo: VerifyRepo, kind: str, text: str) -> Path:
     return hook
 
 
-def commits_per_task(repo: VerifyRepo) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for subject in repo.subjects():
-        m = re.fullmatch(r"loop-verify: (TASK-\d+) (passed|failed) \(just verify-\w\)", subject)
-        if m:
-            out.setdefault(m.group(1), []).append(m.group(2))
-    return out
-
 
 def leftover_temp_files(repo: VerifyRepo) -> list[Path]:
     backlog = repo.root / "backlog"
@@ -181,7 +174,7 @@ def test_kill_9_then_rerun(tmp_path: Path, sc: Scenario) -> None:
     assert proc.returncode == -signal.SIGKILL
 
     # What the killed run left: the paused task edited (pre-commit) or committed (post-commit).
-    before_rerun = commits_per_task(repo)
+    before_rerun = verdict_commits(repo)
     if sc.pause == "post-commit":
         done_before.append(sc.paused_task or "")
     assert before_rerun == {t: ["failed" if t == sc.bad else "passed"] for t in done_before}
@@ -214,7 +207,7 @@ def test_kill_9_then_rerun(tmp_path: Path, sc: Scenario) -> None:
         assert re.match(f"skipped  app: cannot commit the pending edit of {sc.paused_task}: "
                         "git (add|commit) failed", line), line
         assert "index.lock': File exists" in line
-        assert commits_per_task(repo) == before_rerun
+        assert verdict_commits(repo) == before_rerun
         assert [(a["task_id"], a["edit_state"]) for a in repo.history()
                 if a["edit_state"] != "none"] == [
             *((t, "committed") for t in done_before), (sc.paused_task, "pending")]
@@ -244,7 +237,7 @@ def check_final(repo: VerifyRepo, tasks: dict[str, Path], rerun: subprocess.Comp
         # The re-run reports the verdict the killed run never got to report.
         assert re.search(rf"^\w+\s+app {recovered}\b.*interrupted run", rerun.stdout,
                          re.M), rerun.stdout
-    verdicts = commits_per_task(repo)
+    verdicts = verdict_commits(repo)
     assert verdicts == {t: ["failed" if t == bad else "passed"] for t in tasks}
     assert len(repo.subjects()) == 2 + len(tasks)  # setup, tasks, one per task: no stray commit
     for tid, original in tasks.items():
@@ -353,7 +346,7 @@ def test_kill_9_at_an_exact_step_then_rerun(tmp_path: Path, point: str, bad: str
     assert proc.returncode == -signal.SIGKILL, proc.stderr
 
     done_before = order[:nth - 1]
-    assert commits_per_task(repo) == {t: ["failed" if t == bad else "passed"]
+    assert verdict_commits(repo) == {t: ["failed" if t == bad else "passed"]
                                       for t in done_before}
     pending = [a for a in repo.history() if a["edit_state"] == "pending"]
     assert [a["task_id"] for a in pending] == [victim]

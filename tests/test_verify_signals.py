@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import re
 import shutil
 import signal
 import sqlite3
@@ -42,6 +41,7 @@ from verify_helpers import (
     make_verify_repo,
     marked_pids,
     start_verify,
+    verdict_commits,
     wait_for,
 )
 
@@ -185,14 +185,6 @@ def remove_holds(b: Bench) -> None:
     for name in ("dump-fifo", "recipe-fifo", "hook-fifo"):
         (b.markers / name).unlink(missing_ok=True)
 
-
-def verdict_commits(repo: VerifyRepo) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for subject in repo.subjects():
-        m = re.fullmatch(r"loop-verify: (TASK-\d+) (passed|failed) \(just verify-\w\)", subject)
-        if m:
-            out.setdefault(m.group(1), []).append(m.group(2))
-    return out
 
 
 def committed_in_first_run(point: str, group: bool) -> set[str]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from verify_helpers import (
     make_verify_repo,
     marked_pids,
     start_verify,
+    unshare_available,
     verify_argv,
     wait_for,
 )
@@ -148,13 +148,6 @@ def test_a_run_with_nothing_due_sweeps_nothing(tmp_path: Path) -> None:
     finally:
         kill_marked(mark)
 
-
-def unshare_available() -> bool:
-    if os.geteuid() != 0 or shutil.which("unshare") is None:
-        return False
-    probe = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"],
-                           capture_output=True, check=False, timeout=30)
-    return probe.returncode == 0
 
 
 @pytest.mark.skipif(not unshare_available(), reason="needs root and unshare --pid")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -258,3 +260,22 @@ def wait_for(path: Path, proc: subprocess.Popen[bytes] | None = None,
         if time.monotonic() > deadline:
             raise AssertionError(f"{path} did not appear within {timeout}s")
         time.sleep(0.01)
+
+
+def unshare_available() -> bool:
+    """Whether a test can start a process in a PID namespace of its own (root and unshare)."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "true"],
+                           capture_output=True, check=False, timeout=30)
+    return probe.returncode == 0
+
+
+def verdict_commits(repo: VerifyRepo) -> dict[str, list[str]]:
+    """Each task's verdict commits, oldest last, by their subjects."""
+    out: dict[str, list[str]] = {}
+    for subject in repo.subjects():
+        m = re.fullmatch(r"loop-verify: (TASK-\d+) (passed|failed) \(just verify-\w\)", subject)
+        if m:
+            out.setdefault(m.group(1), []).append(m.group(2))
+    return out

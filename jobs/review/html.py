@@ -23,6 +23,7 @@ from jobs.review.model import (
     Review,
     Timeline,
     TimelineRow,
+    finding_change,
 )
 
 CSS = """
@@ -303,12 +304,7 @@ def _audit(view: AuditView, tz: tzinfo) -> str:
 
 def _finding(f: AuditFinding, site: Site | None) -> str:
     css = "bad" if f.failing else "good"
-    if f.kind == "commit" and f.count > 1:
-        change = f"{f.count} commits {_sha(f.first, site)}..{_sha(f.last, site)}"
-    elif f.kind == "commit":
-        change = f"commit {_sha(f.commit, site)}"
-    else:
-        change = f"{esc(f.kind)} {_sha(f.before, site)}..{_sha(f.after, site)}"
+    change = finding_change(f, lambda sha: _sha(sha, site), esc)
     return (f'<tr class="{"commit" if f.kind == "commit" else "refrow"}"><td>{change}</td>'
             f'<td class="{css}">{esc(f.verdict)}</td><td>{esc(f.reason)}</td></tr>')
 

@@ -13,7 +13,7 @@ from datetime import datetime, tzinfo
 
 from jobs.ledger_audit import AuditFinding
 from jobs.review.links import Site
-from jobs.review.model import SEVERITY, AuditView, Failure, Review
+from jobs.review.model import SEVERITY, AuditView, Failure, Review, finding_change
 
 _SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~])")
 
@@ -146,11 +146,6 @@ def _audit(view: AuditView, tz: tzinfo) -> list[str]:
 
 
 def _finding(f: AuditFinding, site: Site | None) -> str:
-    if f.kind == "commit" and f.count > 1:
-        change = f"{f.count} commits {_sha(f.first, site)}..{_sha(f.last, site)}"
-    elif f.kind == "commit":
-        change = f"commit {_sha(f.commit, site)}"
-    else:
-        change = f"{md(f.kind)} {_sha(f.before, site)}..{_sha(f.after, site)}"
+    change = finding_change(f, lambda sha: _sha(sha, site), md)
     verdict = f"**{md(f.verdict)}**" if f.failing else md(f.verdict)
     return f"{change} {verdict} {md(f.reason)}"

@@ -234,3 +234,14 @@ def audit_view(run: AuditRun,
         budget -= len(shown[-1].findings)
     omitted = len(run.findings) - sum(len(g.findings) for g in shown)
     return AuditView(run, shown, omitted)
+
+
+def finding_change(f: AuditFinding, sha: Callable[[str | None], str],
+                   text: Callable[[str], str]) -> str:
+    """What a finding says changed, for either format: `sha` renders a commit (a link, say),
+    `text` escapes the kind for the format."""
+    if f.kind == "commit" and f.count > 1:
+        return f"{f.count} commits {sha(f.first)}..{sha(f.last)}"
+    if f.kind == "commit":
+        return f"commit {sha(f.commit)}"
+    return f"{text(f.kind)} {sha(f.before)}..{sha(f.after)}"
