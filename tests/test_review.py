@@ -185,3 +185,16 @@ def test_filters_in_html_too(world: ReviewWorld) -> None:
     by_machine = world.review("--machine", "no-such-machine")
     assert "No verify attempts in this window." in by_machine.stdout
     assert "No audit run recorded in this window." in by_machine.stdout
+
+
+def test_a_ledger_that_cannot_be_opened_is_one_line_and_exit_3(tmp_path: Path) -> None:
+    from inprocess import loop_verify
+
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file where the ledger's folder should be\n")
+    config = tmp_path / "config.yaml"
+    config.write_text(f"ledger: sqlite:///{blocker / 'ledger.db'}\nstate_dir: {tmp_path / 's'}\n")
+    done = loop_verify(["review", "--config", str(config), "--out", str(tmp_path / "r.html")])
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.startswith("loop-verify: cannot open the ledger ")
+    assert "Traceback" not in done.stderr and not (tmp_path / "r.html").exists()
