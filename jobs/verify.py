@@ -227,6 +227,17 @@ class _RepoRun:
                                          f"{gdir / LOCK_NAME}"))
                 return
             self.run_locked(pending)
+            if self.ctx.committed:
+                self.maintain()
+
+    def maintain(self) -> None:
+        """Git's auto maintenance, once for all of this run's commits (each commit would have
+        started it); its failure is git's housekeeping, not a verdict's."""
+        try:
+            git.auto_maintenance(self.root)
+        except git.GitError as exc:
+            log.warning("repo.maintenance_failed", run_id=self.summary.run_id,
+                        repo=str(self.root), reason=str(exc))
 
     def run_locked(self, pending: list[Attempt]) -> None:
         """Everything done while holding the repository's lock."""

@@ -104,6 +104,7 @@ def recover_pending(ctx: RepoContext, pending: list[Attempt], finish: Finish,
             head = git.head_sha(root)
             try:
                 sha = git.commit_paths(root, paths, p.commit_message, new=paths[1:])
+                ctx.committed = True
             except git.GitError as exc:
                 # Left pending, as it is: the next run tries again (a stale index.lock, say).
                 finish(ctx.attempt(Verdict.SKIPPED, reason=(

@@ -39,6 +39,7 @@ class RepoContext:
     # Whether a commit hook may run here (`git.CommitFacts.hooks`): until the repository's
     # readiness is known, assume one may, so every commit is checked.
     hooks: bool = True
+    committed: bool = False  # a verdict commit was made: git's auto maintenance is due
     scope: runner.Scope | None = None  # the run's claim on the recipes it starts
 
     @property
@@ -245,6 +246,7 @@ def commit_checked(ctx: RepoContext, paths: list[str], message: str,
     head = git.head_sha(ctx.root)
     try:
         sha = git.commit_paths(ctx.root, paths, message, new=paths[1:])
+        ctx.committed = True
     except git.GitError as exc:
         restore()
         return Committed(refused=str(exc), hook_changed=tree_after_commit(ctx))

@@ -344,3 +344,18 @@ def test_what_git_says_about_hooks_and_signing_in_one_look(tmp_path: Path) -> No
     assert git.commit_facts(repo.root, "main", []).hooks is False   # not executable
     (hooks / "post-commit").chmod(0o755)
     assert git.commit_facts(repo.root, "main", []).hooks is True
+
+
+def test_git_auto_maintenance_runs_once_per_repository_not_once_per_verdict(
+        tmp_path: Path) -> None:
+    # Every git process the run starts writes its argv to git's own trace (trace2).
+    repo = make_verify_repo(tmp_path, tasks=[1, 2, 3])
+    trace = tmp_path / "trace2.jsonl"
+    done = repo.run("run", *TODAY, env={"GIT_TRACE2_EVENT": str(trace)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    started = [event["argv"] for event in map(json.loads, trace.read_text().splitlines())
+               if event["event"] == "start"]
+    assert len([argv for argv in started if "commit" in argv]) == 3
+    assert len([argv for argv in started if "maintenance" in argv]) == 1
+    verdicts = [s for s in repo.subjects() if s.startswith("loop-verify: ")]
+    assert len(verdicts) == 3 and all(" passed " in s for s in verdicts), verdicts
