@@ -72,6 +72,21 @@ def _local(path: Path, base: Path) -> str:
     return str(full.resolve()).removesuffix("/.git").removesuffix(".git")
 
 
+# Prepared once, with parameters: SQLAlchemy then compiles each statement once per run.
+_INSERT = claims.insert()
+# Only one machine's UPDATE can match: the row is locked and the condition re-checked. An
+# unfinished claim of this machine on this clone was left by a run that died: the caller holds
+# the clone's lock, so no live run of ours can hold it.
+_TAKE_OVER = claims.update().where(
+    claims.c.key == sa.bindparam("c_key"), claims.c.finished_at.is_(None),
+    (claims.c.expires_at < sa.bindparam("c_now"))
+    | ((claims.c.machine == sa.bindparam("c_machine")) & (claims.c.repo == sa.bindparam("c_repo"))))
+_BY_KEY = sa.select(claims).where(claims.c.key == sa.bindparam("c_key"))
+_MINE = (claims.c.key == sa.bindparam("c_key")) & (claims.c.run_id == sa.bindparam("c_run"))
+_FINISH = claims.update().where(_MINE)
+_RELEASE = claims.delete().where(_MINE)
+
+
 def claim_key(identity: str, task_id: str, label_date: str) -> str:
     return hashlib.sha256("\0".join((identity, task_id, label_date)).encode("utf-8")).hexdigest()
 
@@ -118,22 +133,17 @@ def take(ledger: Ledger, claim: Claim, *, repo: str, ttl: float,
         try:
             # A savepoint, so a refused insert leaves the transaction usable on PostgreSQL.
             with conn.begin_nested():
-                conn.execute(claims.insert().values(**values))
+                conn.execute(_INSERT, values)
         except IntegrityError:
             return False
         return True
 
     def take_over(conn: sa.Connection) -> tuple[bool, sa.Row[Any] | None]:
-        # Only one machine's UPDATE can match: the row is locked and the condition re-checked.
-        # An unfinished claim of this machine on this clone was left by a run that died: the
-        # caller holds the clone's lock, so no live run of ours can hold it.
-        abandoned = (claims.c.machine == claim.machine) & (claims.c.repo == repo)
-        done = conn.execute(claims.update().where(
-            claims.c.key == claim.key, claims.c.finished_at.is_(None),
-            (claims.c.expires_at < moment) | abandoned).values(**values))
+        done = conn.execute(_TAKE_OVER, {**values, "c_key": claim.key, "c_now": moment,
+                                         "c_machine": claim.machine, "c_repo": repo})
         if done.rowcount == 1:
             return True, None
-        return False, conn.execute(sa.select(claims).where(claims.c.key == claim.key)).first()
+        return False, conn.execute(_BY_KEY, {"c_key": claim.key}).first()
 
     for _ in range(3):
         if ledger.execute("claim", insert):
@@ -185,13 +195,12 @@ def _settle(ledger: Ledger, payload: dict[str, Any]) -> None:
 
 
 def _apply(conn: sa.Connection, payload: dict[str, Any]) -> None:
-    mine = (claims.c.key == payload["key"]) & (claims.c.run_id == payload["run_id"])
+    mine = {"c_key": payload["key"], "c_run": payload["run_id"]}
     if payload["op"] == "finish":
         at = datetime.strptime(payload["at"], "%Y-%m-%dT%H:%M:%SZ")
-        conn.execute(claims.update().where(mine).values(finished_at=at,
-                                                        verdict=payload["verdict"]))
+        conn.execute(_FINISH, {**mine, "finished_at": at, "verdict": payload["verdict"]})
     else:
-        conn.execute(claims.delete().where(mine))
+        conn.execute(_RELEASE, mine)
 
 
 def apply_spooled(ledger: Ledger, payload: dict[str, Any]) -> None:

@@ -92,9 +92,11 @@ def _engine(url: str) -> sa.Engine:
             if key not in query:
                 connect_args[key] = value
     # pre_ping: a pooled connection the server closed while a recipe ran (a restart,
-    # idle_session_timeout) is replaced at checkout instead of failing the write.
+    # idle_session_timeout) is replaced at checkout instead of failing the write. A SQLite file
+    # has no server to lose, and the ping would cost a statement per write.
     try:
-        engine = sa.create_engine(url, connect_args=connect_args, pool_pre_ping=True)
+        engine = sa.create_engine(url, connect_args=connect_args,
+                                  pool_pre_ping=not url.startswith("sqlite"))
     except (ImportError, sa.exc.NoSuchModuleError) as exc:
         # The URL names a driver this installation lacks: the user's to fix, not a crash.
         raise LoopError(f"cannot open the ledger {redact_url(url)}: its database driver is not "
@@ -116,6 +118,11 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
 
 
 T = TypeVar("T")
+
+_INSERT = attempts.insert()
+_UPDATE_BY_ID = attempts.update().where(attempts.c.id == sa.bindparam("row_id"))
+_UPDATE_BY_UID = attempts.update().where(attempts.c.uid == sa.bindparam("row_uid"))
+_ID_BY_UID = sa.select(attempts.c.id).where(attempts.c.uid == sa.bindparam("row_uid"))
 
 
 class Ledger:
@@ -207,13 +214,23 @@ class Ledger:
         """
         if attempt.machine is None:
             attempt.machine = self.machine
+        new = attempt.id is None and attempt.uid is None
         if attempt.uid is None:
             attempt.uid = uuid.uuid4().hex
         if self.unreachable and self.spool is not None:
             self._spool(attempt, "still unreachable in this run")
             return attempt
+        # A row first written here cannot be in the ledger yet, unless an earlier try of this
+        # very write reached it and only its answer was lost: only retries look for it.
+        tries = 0
+
+        def write() -> None:
+            nonlocal tries
+            tries += 1
+            self._upsert(attempt, durable, new=new and tries == 1)
+
         try:
-            self._retrying("write", lambda: self._upsert(attempt, durable))
+            self._retrying("write", write)
         except SQLAlchemyError as exc:
             log.error("ledger.write_failed", ledger=self.shown_url, run_id=attempt.run_id,
                       task=attempt.task_id, error=first_line(exc),
@@ -236,12 +253,11 @@ class Ledger:
         log.warning("ledger.spooled", ledger=self.shown_url, run_id=attempt.run_id,
                     task=attempt.task_id, verdict=attempt.verdict, reason=why)
 
-    def _upsert(self, attempt: Attempt, durable: bool) -> None:
+    def _upsert(self, attempt: Attempt, durable: bool, *, new: bool = False) -> None:
+        """Write the attempt's row: an insert when `new`, else an update of the row with its id
+        (or uid), inserted when there is none. Prepared statements with parameters, so that
+        SQLAlchemy compiles each once per run, not once per write."""
         values = row_values(attempt)
-        if attempt.id is not None:
-            where = attempts.c.id == attempt.id
-        else:
-            where = attempts.c.uid == attempt.uid
         with self.engine.connect() as conn:
             # The safety level can only change between transactions.
             synced = durable and conn.dialect.name == "sqlite"
@@ -251,14 +267,19 @@ class Ledger:
                 raw.execute("PRAGMA synchronous=FULL")
             try:
                 with conn.begin():
-                    done = conn.execute(attempts.update().where(where).values(**values))
-                    if done.rowcount == 0:
-                        key = conn.execute(attempts.insert().values(**values))
-                        assert key.inserted_primary_key is not None
-                        attempt.id = int(key.inserted_primary_key[0])
-                    elif attempt.id is None:
-                        attempt.id = conn.execute(
-                            sa.select(attempts.c.id).where(where)).scalar_one()
+                    if not new:
+                        if attempt.id is not None:
+                            done = conn.execute(_UPDATE_BY_ID, {**values, "row_id": attempt.id})
+                        else:
+                            done = conn.execute(_UPDATE_BY_UID, {**values, "row_uid": attempt.uid})
+                        if done.rowcount:
+                            if attempt.id is None:
+                                attempt.id = conn.execute(_ID_BY_UID,
+                                                          {"row_uid": attempt.uid}).scalar_one()
+                            return
+                    key = conn.execute(_INSERT, values)
+                    assert key.inserted_primary_key is not None
+                    attempt.id = int(key.inserted_primary_key[0])
             finally:
                 if synced:
                     raw.execute("PRAGMA synchronous=NORMAL")
