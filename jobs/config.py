@@ -11,12 +11,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import tzinfo
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import yaml
-
+from jobs.config_fast import read_simple
 from jobs.errors import ConfigError
+
+if TYPE_CHECKING:
+    import yaml
 
 DEFAULT_TIMEOUT = 30 * 60.0
 DEFAULT_KILL_GRACE = 10.0
@@ -173,6 +175,27 @@ def load_config(explicit: str | Path | None = None,
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(path, "config", str(path), f"cannot read: {exc}") from None
+    simple = read_simple(text, TOP_KEYS, REPO_KEYS)  # the common shapes, without importing PyYAML
+    if simple is not None:
+        data, lines, plain = simple
+        schedule_text = plain.get("schedule")
+    else:
+        data, lines, schedule_text = _read_yaml(path, text)
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(path, "config", data, "the file must hold a mapping of keys")
+    if schedule_text is not None and isinstance(data.get("schedule"), int):
+        # YAML 1.1 reads an unquoted 07:30 as the sexagesimal 450, and 0730 as octal: judge
+        # the time by what the file says, not by the number a loader made of it.
+        data["schedule"] = schedule_text
+    return _build(path, data, lines, env)
+
+
+def _read_yaml(path: Path, text: str) -> tuple[Any, dict[str, int], str | None]:
+    """(data, key lines, the schedule's plain text) read by PyYAML's SafeLoader."""
+    import yaml
+
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
@@ -181,20 +204,13 @@ def load_config(explicit: str | Path | None = None,
         line = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(path, "config", str(path), f"not valid YAML{line}: {problem}") from None
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise ConfigError(path, "config", data, "the file must hold a mapping of keys")
-    schedule_text = _plain_text(node, "schedule")
-    if schedule_text is not None and isinstance(data.get("schedule"), int):
-        # YAML 1.1 reads an unquoted 07:30 as the sexagesimal 450, and 0730 as octal: judge
-        # the time by what the file says, not by the number a loader made of it.
-        data["schedule"] = schedule_text
-    return _build(path, data, _key_lines(node), env)
+    return data, _key_lines(node), _plain_text(node, "schedule")
 
 
 def _plain_text(node: yaml.Node | None, key: str) -> str | None:
     """The text of a top-level unquoted scalar, exactly as written in the file."""
+    import yaml
+
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             if (key_node.value == key and isinstance(value_node, yaml.ScalarNode)
@@ -205,6 +221,8 @@ def _plain_text(node: yaml.Node | None, key: str) -> str | None:
 
 def _key_lines(node: yaml.Node | None) -> dict[str, int]:
     """1-based line of every top-level key and of each `repos` item's keys (`repos[0].path`)."""
+    import yaml
+
     lines: dict[str, int] = {}
     if not isinstance(node, yaml.MappingNode):
         return lines

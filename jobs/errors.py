@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from functools import wraps
-from pathlib import Path
-from typing import ParamSpec
 
-P = ParamSpec("P")
+# typing.TYPE_CHECKING without importing typing, pathlib and ParamSpec, which would cost
+# `--help` milliseconds at start-up: they are needed only by the type checker (which reads
+# any `if TYPE_CHECKING:` as true).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+    from typing import ParamSpec
+
+    P = ParamSpec("P")
 
 EXIT_OK = 0
 EXIT_FAILED = 1
