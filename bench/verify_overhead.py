@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -93,6 +94,12 @@ def write_config(path: Path, repos: list[Path], state: Path) -> Path:
     return path
 
 
+def children_cpu() -> float:
+    """CPU seconds (user + system) of every finished child process so far, theirs included."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def loop_verify(config: Path,
                 env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:
     # The console script pip installed: what the LaunchAgent, the timer and a user run.
@@ -119,20 +126,23 @@ def bench_due(base: Path, tasks: int, env: dict[str, str], rounds: int) -> float
     assert just is not None, "just not found"
     argv = [just, "--justfile", str(root / "justfile"), "--working-directory", str(root),
             "verify-noop"]
-    baselines, totals = [], []
+    baselines, totals, base_cpu, run_cpu = [], [], [], []
     for n in range(rounds):
         if n:
             # Back to the morning before: every task due again, an empty ledger.
             git(root, "reset", "-q", "--hard", setup)
         shutil.rmtree(base / "state-due", ignore_errors=True)
         settle(root)
-        start = time.perf_counter()
+        cpu, start = children_cpu(), time.perf_counter()
         for _ in range(tasks):
             subprocess.run(argv, cwd=root, env=env, stdin=subprocess.DEVNULL, check=True,
                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
         baselines.append(time.perf_counter() - start)
+        base_cpu.append(children_cpu() - cpu)
         config = write_config(base / "due.yaml", [root], base / "state-due")
+        cpu = children_cpu()
         total, proc = loop_verify(config, env)
+        run_cpu.append(children_cpu() - cpu)
         passed = sum(1 for line in proc.stdout.splitlines() if line.startswith("pass"))
         if proc.returncode != 0 or passed != tasks:
             sys.exit(f"loop-verify run failed (exit {proc.returncode}, {passed}/{tasks} "
@@ -150,6 +160,12 @@ def bench_due(base: Path, tasks: int, env: dict[str, str], rounds: int) -> float
     print(f"  overhead beyond the recipe: {best:.1f} ms/task, median "
           f"{statistics.median(overheads):.1f} (goal <= {GOAL_PER_TASK_MS:.0f} ms): {verdict}")
     print(f"  ratio loop-verify run / recipe alone: {ratio:.2f}x")
+    # CPU time hardly grows with the machine's other load, where wall time does: read this
+    # figure on a busy machine (it leaves out time spent waiting on the disk).
+    cpu_overheads = [(r - b) / tasks * 1000 for r, b in zip(run_cpu, base_cpu, strict=True)]
+    print(f"  CPU (user + system, the run's processes included): recipe alone "
+          f"{min(base_cpu) / tasks * 1000:.1f} ms/task, loop-verify run "
+          f"{min(run_cpu) / tasks * 1000:.1f} ms/task; overhead {min(cpu_overheads):.1f} ms/task")
     return best
 
 

@@ -58,8 +58,7 @@ class ReviewOptions:
 
 
 def main(args: ReviewOptions, now: datetime | None = None) -> int:
-    # GitPython is not loaded here: a read-only report starts faster without it (git is asked,
-    # through jobs/git.py, only for repositories that are on this machine).
+    # git is asked (through jobs/git.py) only for repositories that are on this machine.
     config = load_config(args.config)
     _start_logging(config.log_file, config.machine)
     zone = config.timezone
