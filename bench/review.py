@@ -26,6 +26,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# Time the command as an installed one runs, with its bytecode cached: some machines (this
+# project's CI) set PYTHONDONTWRITEBYTECODE, which would make every run compile from source.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.path.insert(0, str(ROOT))
 
 from jobs.ledger import Ledger, attempts  # noqa: E402
