@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 from operator import itemgetter
 from pathlib import Path
-from typing import Any
 
 from jobs.frontmatter import (
     FRONTMATTER_RE,
@@ -57,6 +56,12 @@ from jobs.task import (
     read_task,
     verify_cmd_lines,
 )
+
+# `typing` is for the type checker only (which reads any `if TYPE_CHECKING:` as true): importing
+# it costs every command's start-up.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "DEFAULT_STATUSES", "FRONTMATTER_RE", "MAX_TASK_BYTES", "VERIFY_LABEL", "BacklogConfig",

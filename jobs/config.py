@@ -5,19 +5,22 @@ from __future__ import annotations
 import math
 import os
 import re
-import socket
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import tzinfo
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from jobs.config_fast import read_simple
 from jobs.errors import ConfigError
 
+# `typing` and PyYAML are for the type checker only here (which reads any `if TYPE_CHECKING:`
+# as true): importing them costs every command's start-up.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     import yaml
 
 DEFAULT_TIMEOUT = 30 * 60.0
@@ -98,8 +101,11 @@ def parse_retention(text: object) -> float:
 
 
 def default_machine() -> str:
-    """The host name, without the `.local` macOS adds on a network without DNS names."""
-    name = socket.gethostname().strip().removesuffix(".local")
+    """The host name, without the `.local` macOS adds on a network without DNS names.
+
+    `os.uname().nodename` is what `socket.gethostname()` returns on Linux and macOS (both read
+    the kernel's host name), without importing socket into every command."""
+    name = os.uname().nodename.strip().removesuffix(".local")
     return name or "localhost"
 
 

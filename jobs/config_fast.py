@@ -34,7 +34,6 @@ _NOT_TEXT = frozenset(
     "yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF "
     "null Null NULL ~".split())
 
-_COMMENT = r"(?: +#[ -~]*)?"
 # A colon is text when no space follows it (`sqlite:///x`, `postgresql://h/db`).
 _PLAIN_CHARS = r"(?:[A-Za-z0-9_./~+@%=-]|:(?=[A-Za-z0-9_./~+@%=-]))"
 _VALUE = (r"(?P<empty>)"
@@ -45,11 +44,10 @@ _VALUE = (r"(?P<empty>)"
           r"|(?P<float>[0-9]+\.[0-9]+)"
           r"|(?P<unit>[0-9]+(?:\.[0-9]+)?[smhd])"
           rf"|(?P<plain>[A-Za-z/~]{_PLAIN_CHARS}*(?: +{_PLAIN_CHARS}+)*)")
-_KEY_LINE = re.compile(rf"(?P<key>[a-z_]+):(?: +(?:{_VALUE}))? *{_COMMENT}")
-_ITEM_LINE = re.compile(
-    rf"(?P<indent> *)- (?:(?P<ikey>[a-z_]+):(?: +|$))?(?:{_VALUE}) *{_COMMENT}")
-_ITEM_KEY_LINE = re.compile(rf"(?P<indent> *)(?P<ikey>[a-z_]+):(?: +(?:{_VALUE}))? *{_COMMENT}")
-_SKIP_LINE = re.compile(r" *(?:#[ -~]*)?")
+# Every line of the subset, in one pattern (each one compiled costs every start-up): an
+# indentation, an item's `- `, a key, a value, a comment (a `#` at the start or after a space).
+_LINE = re.compile(rf"(?P<indent> *)(?P<dash>- )?(?:(?P<key>[a-z_]+):(?= |$))? *(?:{_VALUE})"
+                   r" *(?:(?<![^ ])#[ -~]*)?")
 _PRINTABLE = re.compile(r"[ -~\n]*")
 
 
@@ -99,65 +97,58 @@ def read_simple(text: str, keys: Collection[str], item_keys: Collection[str]) ->
     indent: str | None = None  # the items' indentation
     mapping: dict[str, object] | None = None  # the item that is a mapping, its keys to come
     for number, line in enumerate(text.split("\n"), start=1):
-        m = _KEY_LINE.fullmatch(line)
-        if m is not None:
-            key = m.group("key")
-            if key not in keys or key in data:
+        m = _LINE.fullmatch(line)
+        if m is None:
+            return None
+        kind = _kind(m)
+        try:
+            value = _value(kind, m.group(kind) if kind else "")
+        except ValueError:
+            return None
+        dash, name, at = m.group("dash", "key", "indent")
+        if name is None and dash is None:
+            if kind != "empty":
+                return None  # text of its own on a line: a value over several lines
+            continue  # a blank or comment line
+        if dash is None and not at:  # `key: value` or `key:` (items may follow)
+            if name not in keys or name in data:
                 return None
-            kind = _kind(m)
-            try:
-                data[key] = _value(kind, m.group(kind) if kind else "")
-            except ValueError:
-                return None
+            key = name
+            data[key] = value
             lines[key] = number
             items, indent, mapping = None, None, None
-            if kind in (None, "empty"):
-                items = []  # item lines may follow
+            if kind == "empty":
+                items = []
                 plain[key] = ""
             elif kind in ("int", "float", "unit", "plain"):
                 plain[key] = m.group(kind)
             continue
-        if _SKIP_LINE.fullmatch(line) is not None:
-            continue
         if items is None:
             return None
-        m = _ITEM_LINE.fullmatch(line)
-        if m is not None:  # `- value` or `- key: value`
+        if dash is not None:  # `- value` or `- key: value`
             if indent is None:
-                indent = m.group("indent")
+                indent = at
                 data[key] = items
                 del plain[key]  # a list, not a scalar
-            elif m.group("indent") != indent:
+            elif at != indent:
                 return None
             mapping = None
-            if m.group("ikey") is not None:
+            if name is None:
+                if kind == "empty":
+                    return None
+                items.append(value)
+            else:
                 mapping = {}
                 items.append(mapping)
-            else:
-                kind = _kind(m)
-                if kind in (None, "empty"):
-                    return None
-                try:
-                    items.append(_value(kind, m.group(kind)))
-                except ValueError:
-                    return None
             if key == "repos":
                 lines[f"repos[{len(items) - 1}]"] = number
-            if mapping is None:
+            if name is None:
                 continue
-        else:  # the next key of a mapping item, aligned with its first
-            m = _ITEM_KEY_LINE.fullmatch(line)
-            if m is None or mapping is None or indent is None or (
-                    m.group("indent") != indent + "  "):
-                return None
-        ikey = m.group("ikey")
-        kind = _kind(m)
-        if ikey not in item_keys or ikey in mapping or kind in (None, "empty"):
+        elif mapping is None or indent is None or at != indent + "  ":
+            return None  # not the next key of a mapping item, aligned with its first
+        if mapping is None or name not in item_keys or name in mapping or kind == "empty":
             return None
-        try:
-            mapping[ikey] = _value(kind, m.group(kind))
-        except ValueError:
-            return None
+        mapping[name] = value
         if key == "repos":
-            lines[f"repos[{len(items) - 1}].{ikey}"] = number
+            lines[f"repos[{len(items) - 1}].{name}"] = number
     return data, lines, plain

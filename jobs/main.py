@@ -3,23 +3,56 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from collections.abc import Sequence
 
 from jobs.errors import cli_entry
 from jobs.version import VersionAction
 
 
+def terminal_columns() -> int:
+    """`shutil.get_terminal_size().columns`, as argparse's help formatter asks for it, without
+    importing shutil (and its compression modules) in every command: $COLUMNS when it is a
+    positive number, else the width of the terminal on stdout, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            # no stdout at all (None) is the AttributeError shutil catches too
+            stdout = sys.__stdout__.fileno()  # type: ignore[union-attr]
+            columns = os.get_terminal_size(stdout).columns or 80
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+    return columns
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's own formatter, given the width argparse would compute (see terminal_columns);
+    every parser builds one when it is made, not only when help is printed."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position,
+                         terminal_columns() - 2 if width is None else width)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="loop-verify",
+        prog="loop-verify", formatter_class=HelpFormatter,
         description="Run due Backlog.md verifications and record each verdict in its task.")
     parser.add_argument("--version", action=VersionAction)
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def verb(name: str, help: str) -> argparse.ArgumentParser:
+        return subparsers.add_parser(name, help=help, formatter_class=HelpFormatter)
 
     def config_opt(p: argparse.ArgumentParser) -> None:
         p.add_argument("--config", metavar="FILE", help="configuration file")
 
-    run = sub.add_parser("run", help="verify every due task now")
+    run = verb("run", "verify every due task now")
     run.add_argument("--repo", action="append", default=[], metavar="PATH",
                      help="repository to verify (repeatable; replaces the configured list)")
     config_opt(run)
@@ -28,20 +61,20 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dry-run", action="store_true", help="report what would run; change nothing")
     run.add_argument("--json", action="store_true", help="print one JSON object")
 
-    lst = sub.add_parser("list", help="show every task with a verify: label and its state")
+    lst = verb("list", "show every task with a verify: label and its state")
     lst.add_argument("--repo", action="append", default=[], metavar="PATH")
     config_opt(lst)
     lst.add_argument("--today", metavar="DATE")
     lst.add_argument("--json", action="store_true")
 
-    hist = sub.add_parser("history", help="show recorded attempts from the ledger")
+    hist = verb("history", "show recorded attempts from the ledger")
     config_opt(hist)
     hist.add_argument("--since", metavar="DATE")
     hist.add_argument("--repo", metavar="PATH")
     hist.add_argument("--machine", metavar="NAME", help="only this machine's attempts")
     hist.add_argument("--json", action="store_true")
 
-    review = sub.add_parser("review", help="write the incident-review report (HTML or Markdown)")
+    review = verb("review", "write the incident-review report (HTML or Markdown)")
     config_opt(review)
     review.add_argument("--out", metavar="FILE", help="write the report here (default: stdout)")
     review.add_argument("--format", choices=["html", "markdown"], default="html")
@@ -54,20 +87,20 @@ def build_parser() -> argparse.ArgumentParser:
     review.add_argument("--verdict", metavar="V", help="only attempts and audits with this verdict")
     review.add_argument("--machine", metavar="NAME", help="only what this machine recorded")
 
-    serve = sub.add_parser("serve", help="run the daily verification in-process (APScheduler)")
+    serve = verb("serve", "run the daily verification in-process (APScheduler)")
     config_opt(serve)
 
-    install = sub.add_parser("install", help="install the LaunchAgent or the systemd timer")
+    install = verb("install", "install the LaunchAgent or the systemd timer")
     install.add_argument("kind", choices=["launchagent", "systemd"])
     config_opt(install)
     install.add_argument("--print", action="store_true", dest="print_only",
                          help="print what would be installed; change nothing")
 
-    uninstall = sub.add_parser("uninstall", help="remove the LaunchAgent or the systemd timer")
+    uninstall = verb("uninstall", "remove the LaunchAgent or the systemd timer")
     uninstall.add_argument("kind", choices=["launchagent", "systemd"])
     uninstall.set_defaults(config=None, print_only=False)
 
-    doctor = sub.add_parser("doctor", help="check git, just, the config, repos and the scheduler")
+    doctor = verb("doctor", "check git, just, the config, repos and the scheduler")
     config_opt(doctor)
     return parser
 

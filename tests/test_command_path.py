@@ -70,3 +70,24 @@ def test_version_prints_the_installed_version(module: str, prog: str) -> None:
                           text=True, check=False, env={"PYTHONPATH": str(ROOT)})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == [prog, installed("loop-jobs")], proc.stdout
+
+
+@pytest.mark.parametrize("columns", [None, "100", "37", "0", "-5", "wide", ""])
+def test_help_width_is_the_one_argparse_computes(columns: str | None,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """`terminal_columns` stands in for shutil.get_terminal_size() (so commands need not import
+    shutil): the same width whatever $COLUMNS holds, and the same help text."""
+    import argparse
+    import shutil
+
+    from jobs.main import build_parser, terminal_columns
+
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert terminal_columns() == shutil.get_terminal_size().columns
+    ours = build_parser()
+    plain = build_parser()
+    plain.formatter_class = argparse.HelpFormatter
+    assert ours.format_help() == plain.format_help()

@@ -220,3 +220,14 @@ def test_a_ledger_driver_that_is_not_installed_is_a_usage_error(tmp_path: Path) 
     assert proc.returncode == 2, proc.stderr
     assert "database driver is not installed" in proc.stderr
     assert "postgresql+psycopg://" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_default_machine_is_the_host_name_socket_gives() -> None:
+    """`default_machine` reads os.uname() so commands need not import socket; it must name the
+    machine exactly as socket.gethostname() does."""
+    import socket
+
+    from jobs.config import default_machine
+
+    assert default_machine() == (socket.gethostname().strip().removesuffix(".local")
+                                 or "localhost")

@@ -8,13 +8,18 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
 
 from jobs import backlog, eligibility, errors
 from jobs.commands.common import check_log_file, no_repos_hint, parse_date
 from jobs.config import load_config, with_repos
 from jobs.errors import EXIT_OK, EXIT_UNCHECKED, UsageError
 from jobs.output import emit, one_line, repo_names
+
+# `typing` is for the type checker only (which reads any `if TYPE_CHECKING:` as true): importing
+# it costs every command's start-up.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def main(*, config_path: str | None, repos: list[str] | None, today: str | None,
