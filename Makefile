@@ -57,7 +57,15 @@ browser:
 	  && apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } \
 	  || echo "chromium not installed: tests/test_review_browser.py will be skipped"
 
-test: lint typecheck pytest
+# ruff and mypy use one core for ~13 s, while the tests leave some core time idle (they wait on
+# recipes, servers and timeouts): the checks run beside the tests, their output printed whole
+# when they end, and `make test` fails if either part does.
+test: setup browser
+	@$(MAKE) --no-print-directory --output-sync=target -j2 lint typecheck & checks=$$!; \
+	  $(BIN)/pytest -q -n $(PYTEST_WORKERS); tests=$$?; \
+	  wait $$checks; checks=$$?; \
+	  if [ $$checks -ne 0 ]; then echo "make test: ruff or mypy failed (see above)"; fi; \
+	  [ $$tests -eq 0 ] && [ $$checks -eq 0 ]
 
 demo: setup
 	$(BIN)/python scripts/demo.py
