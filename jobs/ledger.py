@@ -127,13 +127,13 @@ _ID_BY_UID = sa.select(attempts.c.id).where(attempts.c.uid == sa.bindparam("row_
 
 class Ledger:
     def __init__(self, url: str, *, machine: str | None = None, spool_dir: Path | None = None,
-                 retry_wait: float = RETRY_WAIT,
+                 retry_wait: float | None = None,
                  sleep: Callable[[float], None] = time_module.sleep) -> None:
         self.url = url
         self.shown_url = redact_url(url)
         self.machine = machine or default_machine()
         self.spool = Spool(spool_dir) if spool_dir is not None else None
-        self.retry_wait = retry_wait
+        self.retry_wait = RETRY_WAIT if retry_wait is None else retry_wait
         self.sleep = sleep
         # Once the ledger has been given up on in this run, later writes go straight to the spool
         # instead of waiting again for each one.
