@@ -66,7 +66,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_STATUSES", "FRONTMATTER_RE", "MAX_TASK_BYTES", "VERIFY_LABEL", "BacklogConfig",
     "BacklogError", "FrontmatterYAMLError", "Scan", "Task", "TaskEditError", "TaskFileError",
-    "TaskParseError", "fast_fields", "fast_frontmatter", "id_key", "is_null", "load_frontmatter",
+    "TaskParseError", "fast_fields", "fast_frontmatter", "has_verify_label", "id_key", "is_null",
+    "load_frontmatter",
     "load_yaml", "parse_task", "prequote_at_values", "read_config", "read_task", "scan",
     "split_frontmatter", "write_task",
 ]
@@ -89,8 +90,13 @@ def id_key(task_id: str) -> tuple[str, tuple[int, ...]] | str:
     return text.upper()
 
 
-def _parse_many(paths: list[Path], datas: list[bytes], folder: str,
-                errors: list[TaskFileError]) -> list[Task]:
+# A task `scan(..., verify_only=True)` read and checked but does not return: (id, folder,
+# directory, file name, raw bytes), enough to report it when its id is ambiguous.
+_Unlisted = tuple[str, str, Path, str, bytes]
+
+
+def _parse_many(directory: Path, names: list[str], datas: list[bytes], folder: str,
+                errors: list[TaskFileError], verify_only: bool) -> list[Task | _Unlisted]:
     """`parse_task` for many files, with one regular-expression pass over all of them.
 
     The decoded files are joined with NULs and `bulk()` validates every frontmatter and captures
@@ -110,7 +116,8 @@ def _parse_many(paths: list[Path], datas: list[bytes], folder: str,
         for i, data in enumerate(datas):
             starts[pos] = i
             pos += len(data) + 1
-        return _parse_big(big, True, starts, [], paths, datas, folder, errors)
+        return _parse_big(big, True, starts, [], directory, names, datas, folder, errors,
+                          verify_only)
     for i, data in enumerate(datas):
         try:
             text = data.decode("utf-8")
@@ -124,7 +131,8 @@ def _parse_many(paths: list[Path], datas: list[bytes], folder: str,
         texts.append(text)
         pos += len(text) + 1
     big = "\x00" + "\x00".join(texts)
-    return _parse_big(big, big.isascii(), starts, pending, paths, datas, folder, errors)
+    return _parse_big(big, big.isascii(), starts, pending, directory, names, datas, folder,
+                      errors, verify_only)
 
 
 _BULK_GROUPS = ("id", "title", "tfold", "status", "lblock")
@@ -140,16 +148,18 @@ def _new_task(*values: Any) -> Task:
 
 
 def _parse_big(big: str, ascii_only: bool, starts: dict[int, int], pending: list[int],
-               paths: list[Path], datas: list[bytes], folder: str,
-               errors: list[TaskFileError]) -> list[Task]:
-    out: list[Task] = []
+               directory: Path, names: list[str], datas: list[bytes], folder: str,
+               errors: list[TaskFileError], verify_only: bool) -> list[Task | _Unlisted]:
+    out: list[Task | _Unlisted] = []
     done: set[int] = set()
-    names = FM_NAMES.findall
+    keys_of = FM_NAMES.findall
     scalar = _scalar
     nulls = NULLS
     pattern = bulk()
     fm_group = pattern.groupindex["fm"]
     fields = tuple(pattern.groupindex[g] for g in _BULK_GROUPS)
+    # pathlib's own fast child constructor (used by iterdir) when this Python has it
+    child = getattr(directory, "_make_child_relpath", directory.joinpath)
     for m in pattern.finditer(big):
         idx = starts.get(m.start())
         if idx is None:  # pragma: no cover - every match starts at a file's NUL
@@ -157,12 +167,18 @@ def _parse_big(big: str, ascii_only: bool, starts: dict[int, int], pending: list
         fm_start, fm_end = m.span(fm_group)
         if not ascii_only and has_odd(big[fm_start:fm_end]):
             continue
-        keys = names(big, fm_start - 1, fm_end)
+        keys = keys_of(big, fm_start - 1, fm_end)
         if len(set(keys)) != len(keys):
             continue  # a repeated key: parse_task reports it
         raw_id, raw_title, tfold, raw_status, lblock = m.group(*fields)
         task_id = scalar(raw_id).strip()
         if not task_id or task_id in nulls:
+            continue
+        if verify_only and (not lblock or "verify:" not in lblock.lower()):
+            # No label can read as verify: in any case (the raw text of a label holds the
+            # label's own letters, so lower() finds every one that could).
+            out.append((task_id, folder, directory, names[idx], datas[idx]))
+            done.add(idx)
             continue
         if raw_title is not None:
             title = scalar(raw_title)
@@ -183,19 +199,25 @@ def _parse_big(big: str, ascii_only: bool, starts: dict[int, int], pending: list
         if big.find("verify-cmd", body, end) >= 0:
             cmd_lines = tuple(verify_cmd_lines(big, body, end))
         verify = tuple([lab for lab in labels if lab.startswith("verify:")]) if labels else ()
-        out.append(_new_task(paths[idx], folder, task_id, title, status, labels, verify,
+        out.append(_new_task(child(names[idx]), folder, task_id, title, status, labels, verify,
                              cmd_lines, datas[idx]))
         done.add(idx)
     for i in pending + [i for i in starts.values() if i not in done]:
+        path = child(names[i])
         try:
-            out.append(parse_task(paths[i], datas[i], folder))
+            out.append(parse_task(path, datas[i], folder))
         except TaskParseError as exc:
-            errors.append(TaskFileError(paths[i], exc.line, exc.reason))
+            errors.append(TaskFileError(path, exc.line, exc.reason))
         except Exception as exc:
             # A reader fault on one file is that file's problem alone, never the scan's.
-            errors.append(TaskFileError(paths[i], None, f"cannot be read: unexpected "
+            errors.append(TaskFileError(path, None, f"cannot be read: unexpected "
                                         f"{type(exc).__name__}: {exc}"))
     return out
+
+
+def has_verify_label(task: Task) -> bool:
+    """Whether a label reads as `verify:` in any case (what `list` shows, even to refuse it)."""
+    return any(label.lower().startswith("verify:") for label in task.labels)
 
 
 def _task_names(dir_fd: int, prefix: str) -> list[str]:
@@ -206,12 +228,17 @@ def _task_names(dir_fd: int, prefix: str) -> list[str]:
             and len(n) >= len(start) + 3]
 
 
-def scan(root: Path) -> Scan:
-    """Read every task in backlog/tasks and backlog/completed (not drafts, not archive)."""
+def scan(root: Path, *, verify_only: bool = False) -> Scan:
+    """Read every task in backlog/tasks and backlog/completed (not drafts, not archive).
+
+    `verify_only`: return only the tasks `has_verify_label` takes (all that `list` shows); every
+    other task is still read and checked, its errors reported and its id counted for ambiguity,
+    but costs no `Task`.
+    """
     root = Path(root).absolute()
     config = read_config(root)
     prefix = config.task_prefix.lower()
-    tasks: list[Task] = []
+    entries: list[Task | _Unlisted] = []
     errors: list[TaskFileError] = []
     for folder in TASK_FOLDERS:
         directory = root / "backlog" / folder
@@ -224,9 +251,7 @@ def scan(root: Path) -> Scan:
         if directory.is_symlink() and not directory.resolve().is_relative_to(root.resolve()):
             os.close(dir_fd)
             raise BacklogError(directory, "the folder is a symbolic link to outside the repository")
-        # pathlib's own fast child constructor (used by iterdir) when this Python has it
-        child = getattr(directory, "_make_child_relpath", directory.joinpath)
-        paths: list[Path] = []
+        names: list[str] = []
         datas: list[bytes] = []
         try:
             for name in _task_names(dir_fd, prefix):
@@ -243,39 +268,48 @@ def scan(root: Path) -> Scan:
                         data = b""
                     finally:
                         os.close(fd)
-                path: Path = child(name)
                 if not data or len(data) == CHUNK:
+                    path = directory / name
                     try:
                         data = read_file(root, path, name, dir_fd)
                     except TaskParseError as exc:
                         errors.append(TaskFileError(path, exc.line, exc.reason))
                         continue
                 datas.append(data)
-                paths.append(path)
+                names.append(name)
         finally:
             os.close(dir_fd)
-        tasks.extend(_parse_many(paths, datas, folder, errors))
-    keyed = [(id_key(task.id), task) for task in tasks]
+        entries.extend(_parse_many(directory, names, datas, folder, errors, verify_only))
+    keyed = [(id_key(e[0] if isinstance(e, tuple) else e.id), e) for e in entries]
     count: dict[object, int] = {}
     for key, _ in keyed:
         count[key] = count.get(key, 0) + 1
     kept: list[tuple[tuple[int, tuple[int, ...], str, str], Task]] = []
-    for key, task in keyed:
-        if count[key] == 1:
-            if type(key) is tuple:
-                kept.append(((0, key[1], task.id, task.folder), task))
-            else:
-                kept.append(((1, (), task.id, task.folder), task))
+    for key, entry in keyed:
+        if count[key] > 1:
+            others = ", ".join(str(_path(e).relative_to(root)) for k, e in keyed
+                               if k == key and e is not entry)
+            task_id = entry[0] if isinstance(entry, tuple) else entry.id
+            errors.append(TaskFileError(_path(entry), line_of(_raw(entry), "id"),
+                                        f"ambiguous id {task_id}: also in {others}"))
             continue
-        others = ", ".join(str(t.path.relative_to(root)) for k, t in keyed
-                           if k == key and t is not task)
-        errors.append(TaskFileError(task.path, line_of(task.raw, "id"),
-                                    f"ambiguous id {task.id}: also in {others}"))
+        if isinstance(entry, tuple) or (verify_only and not has_verify_label(entry)):
+            continue
+        if type(key) is tuple:
+            kept.append(((0, key[1], entry.id, entry.folder), entry))
+        else:
+            kept.append(((1, (), entry.id, entry.folder), entry))
     kept.sort(key=itemgetter(0))
     errors.sort(key=lambda e: str(e.path))
     return Scan(root=root, config=config, tasks=tuple(t for _, t in kept), errors=tuple(errors))
 
 
+def _path(entry: Task | _Unlisted) -> Path:
+    return entry[2] / entry[3] if isinstance(entry, tuple) else entry.path
+
+
+def _raw(entry: Task | _Unlisted) -> bytes:
+    return entry[4] if isinstance(entry, tuple) else entry.raw
 
 
 def write_task(path: Path, data: bytes) -> None:

@@ -23,6 +23,7 @@ from jobs.backlog import (
     TaskParseError,
     fast_fields,
     fast_frontmatter,
+    has_verify_label,
     load_yaml,
     parse_task,
     prequote_at_values,
@@ -271,6 +272,10 @@ def assert_scan_matches_per_file(root: Path) -> None:
         else:
             raise AssertionError(f"scan refused {err.path} but parse_task reads it")
     assert seen == files
+    # what `list` reads: the same errors, only the tasks a label marks for verification
+    lean = scan(root, verify_only=True)
+    assert lean.tasks == tuple(t for t in result.tasks if has_verify_label(t))
+    assert lean.errors == result.errors
 
 
 def test_scan_matches_per_file_on_fixtures() -> None:
@@ -309,6 +314,36 @@ def test_scan_matches_per_file_on_generated_repos(files: list[tuple[str, str, bo
             text = f"---{eol}{fm}{eol}---{eol}{body}" if fm else f"---{eol}---{eol}{body}"
             (root / "backlog" / "tasks" / f"task-{n} - x.md").write_text(text, newline="")
         assert_scan_matches_per_file(root)
+
+
+def test_verify_only_scan_keeps_every_error_and_ambiguity(tmp_path: Path) -> None:
+    """Tasks without a verify label cost no Task in `scan(verify_only=True)`, yet their ids still
+    make others ambiguous and their errors are still reported, in the same order and words."""
+    tasks = tmp_path / "backlog" / "tasks"
+    done = tmp_path / "backlog" / "completed"
+    tasks.mkdir(parents=True)
+    done.mkdir()
+    (tmp_path / "backlog" / "config.yml").write_text("task_prefix: task\n")
+
+    def write(folder: Path, name: str, task_id: str, labels: str) -> None:
+        (folder / name).write_text(f"---\nid: {task_id}\ntitle: T\nstatus: Done\n{labels}"
+                                   "---\n\nverify-cmd: just verify-a\n")
+
+    write(tasks, "task-1 - a.md", "TASK-1", "labels: []\n")
+    write(done, "task-01 - b.md", "task-01", "labels:\n  - 'verify:2026-01-01'\n")
+    write(tasks, "task-2 - c.md", "TASK-2", "labels:\n  - 'VERIFY:2026-01-01'\n")
+    write(tasks, "task-3 - d.md", "TASK-3", "labels:\n  - xverify:1\n  - Verify:x\n")
+    write(tasks, "task-4 - e.md", "TASK-4", "labels:\n  - infra\n")
+    write(tasks, "task-5 - f.md", "TASK-5", "labels:\n  - xverify:1\n")
+    write(done, "task-5 - g.md", "task-5", "")
+    (tasks / "task-6 - broken.md").write_text("---\nid: TASK-6\nlabels: [\n---\n")
+    full, lean = scan(tmp_path), scan(tmp_path, verify_only=True)
+    assert [t.id for t in lean.tasks] == ["TASK-2", "TASK-3"]
+    assert lean.tasks == tuple(t for t in full.tasks if has_verify_label(t))
+    assert lean.errors == full.errors
+    assert sorted(e.path.name for e in lean.errors) == [
+        "task-01 - b.md", "task-1 - a.md", "task-5 - f.md", "task-5 - g.md",
+        "task-6 - broken.md"]
 
 
 @pytest.mark.parametrize("fm", [

@@ -25,6 +25,10 @@ with contextlib.redirect_stdout(io.StringIO()):
 print(json.dumps(sorted(sys.modules)))
 """
 HEAVY = ("sqlalchemy", "structlog", "git", "psutil", "apscheduler", "github")
+# Standard modules the command path does without (each costs start-up milliseconds): PyYAML for
+# a configuration in the common shapes (jobs.config_fast), typing (imported for the type checker
+# only), shutil (argparse's help width), socket (the host name).
+NOT_ON_THE_PATH = ("yaml", "typing", "shutil", "socket")
 ORCHESTRATION = ("jobs.verify", "jobs.ledger", "jobs.runner", "jobs.verify_task", "jobs.git",
                  "jobs.logs")
 
@@ -45,6 +49,7 @@ def test_list_loads_no_ledger_git_logging_or_orchestrator(tmp_path: Path) -> Non
                      "2026-11-30")
     assert not roots(modules) & set(HEAVY), sorted(roots(modules) & set(HEAVY))
     assert not modules & set(ORCHESTRATION), sorted(modules & set(ORCHESTRATION))
+    assert not roots(modules) & set(NOT_ON_THE_PATH), sorted(roots(modules) & set(NOT_ON_THE_PATH))
 
 
 def test_help_and_version_load_nothing_of_the_commands() -> None:
@@ -53,6 +58,12 @@ def test_help_and_version_load_nothing_of_the_commands() -> None:
         assert not roots(modules) & {*HEAVY, "yaml"}, argv
         assert not [m for m in modules if m.startswith("jobs.") and m not in
                     ("jobs.main", "jobs.errors", "jobs.version")], argv
+
+
+def test_help_loads_no_typing_pathlib_shutil_or_yaml() -> None:
+    modules = loaded("--help")
+    assert not roots(modules) & {*NOT_ON_THE_PATH, "pathlib", "dataclasses"}, sorted(
+        roots(modules) & {*NOT_ON_THE_PATH, "pathlib", "dataclasses"})
 
 
 def test_history_does_not_load_the_orchestrator(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ structured logging (the log is opened only to record an unexpected fault).
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 
@@ -19,7 +20,10 @@ from jobs.output import emit, one_line, repo_names
 # it costs every command's start-up.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from datetime import date
     from typing import Any
+
+    from jobs.config import Config
 
 
 def main(*, config_path: str | None, repos: list[str] | None, today: str | None,
@@ -32,12 +36,34 @@ def main(*, config_path: str | None, repos: list[str] | None, today: str | None,
     if not config.repos:
         raise UsageError(f"no repositories to list: {no_repos_hint(config)}")
     day = parse_date(today, "--today") if today else eligibility.today_in(config.timezone)
+    # The scan makes tens of thousands of objects that all live until the output is written and
+    # form no cycles: the collector's passes over them would cost ~7% of a 20,000-task list.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        rows, problems, repo_failed = _scan_all(config, day)
+        if as_json:
+            out = json.dumps({"today": day.isoformat(), "tasks": rows, "unreadable": problems},
+                             sort_keys=True)
+        else:
+            names = repo_names(str(r.path) for r in config.repos)
+            out = "\n".join(text_lines(rows, problems, names))
+    finally:
+        if collecting:
+            gc.enable()
+    emit(out)
+    return EXIT_UNCHECKED if repo_failed else EXIT_OK
+
+
+def _scan_all(config: Config, day: date) -> tuple[list[dict[str, Any]], list[dict[str, Any]],
+                                                  bool]:
+    """(rows, unreadable, whether a repository could not be read at all)."""
     rows: list[dict[str, Any]] = []
     problems: list[dict[str, Any]] = []
     repo_failed = False
     for repo in config.repos:
         try:
-            scan = backlog.scan(repo.path)
+            scan = backlog.scan(repo.path, verify_only=True)
         except backlog.BacklogError as exc:
             repo_failed = True
             problems.append({"repo": str(repo.path), "path": exc.path, "line": exc.line,
@@ -59,12 +85,7 @@ def main(*, config_path: str | None, repos: list[str] | None, today: str | None,
                 "label_date": c.label_date.isoformat() if c.label_date else None,
                 "recipe": c.recipe,
             })
-    if as_json:
-        emit(json.dumps({"today": day.isoformat(), "tasks": rows, "unreadable": problems},
-                        sort_keys=True))
-    else:
-        emit("\n".join(text_lines(rows, problems, repo_names(str(r.path) for r in config.repos))))
-    return EXIT_UNCHECKED if repo_failed else EXIT_OK
+    return rows, problems, repo_failed
 
 
 def text_lines(rows: list[dict[str, Any]], problems: list[dict[str, Any]],
