@@ -179,6 +179,53 @@ def fast_fields(fm: str) -> tuple[Any, Any, Any, Any] | None:
     return get("id", ""), get("title", ""), get("status", ""), get("labels", "")
 
 
+# backlog/config.yml as the CLI writes it: `key: value` lines and `key:` with `- item` lines.
+_CONFIG_LINE_PATTERN = rf"({_KEY}):(?: +({_VALUE}))? *|( *)- ({_ITEM}) *| *"
+_config_line: re.Pattern[str] | None = None
+
+
+def fast_config(text: str) -> dict[str, Any] | None:
+    """The mapping the YAML loader would build from a whole `backlog/config.yml` (every value
+    text, as in frontmatter), when each line is `key: value` (plain, quoted or a one-line flow
+    list), `key:` followed by `- item` lines at one indentation, or blank; else None, and the
+    caller asks `load_frontmatter`. One small pattern: the frontmatter readers' patterns cost
+    more to compile than an empty `list` spends on everything else."""
+    global _config_line
+    if has_odd(text):
+        return None
+    if _config_line is None:
+        _config_line = re.compile(_CONFIG_LINE_PATTERN)
+    line_of = _config_line.fullmatch
+    out: dict[str, Any] = {}
+    key = ""
+    items: list[str] | None = None  # the list the item lines of `key` go to
+    indent: str | None = None
+    for line in text.split("\n"):
+        m = line_of(line)
+        if m is None:
+            return None
+        name, raw, at, item = m.groups()
+        if name is not None:
+            if name in out:
+                return None  # a repeated key: YAML reports it
+            key, items, indent = name, None, None
+            if raw is None:
+                out[key] = ""
+                items = []
+            else:
+                out[key] = _value(raw)
+        elif item is not None:
+            if items is None:
+                return None
+            if indent is None:
+                indent = at
+                out[key] = items
+            elif at != indent:
+                return None
+            items.append(scalar(item))
+    return out
+
+
 def scalar(raw: str) -> str:
     first = raw[0]
     if first == "'":

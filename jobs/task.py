@@ -22,7 +22,7 @@ from jobs.frontmatter import (
     load_frontmatter,
     split_frontmatter,
 )
-from jobs.frontmatter_fast import fast_fields
+from jobs.frontmatter_fast import fast_config, fast_fields
 
 VERIFY_LABEL = re.compile(r"^verify:(\d{4}-\d{2}-\d{2})$")
 DEFAULT_STATUSES: tuple[str, ...] = ("To Do", "In Progress", "Done")
@@ -141,8 +141,10 @@ def read_config(root: Path) -> BacklogConfig:
         raise BacklogError(path, "not valid UTF-8") from None
     except OSError as exc:
         raise BacklogError(path, f"cannot read: {exc.strerror}") from None
+    data = fast_config(raw)
     try:
-        data = load_frontmatter(raw, first_line=1)
+        if data is None:
+            data = load_frontmatter(raw, first_line=1)
     except FrontmatterYAMLError as exc:
         raise BacklogError(path, exc.message.replace(" in frontmatter", ""), exc.line) from None
     statuses_raw = data.get("statuses")
