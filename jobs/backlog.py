@@ -19,6 +19,7 @@ edits in `jobs.backlog_edit`; the names most callers need are re-exported here.
 from __future__ import annotations
 
 import os
+import re
 from operator import itemgetter
 from pathlib import Path
 
@@ -67,9 +68,8 @@ __all__ = [
     "DEFAULT_STATUSES", "FRONTMATTER_RE", "MAX_TASK_BYTES", "VERIFY_LABEL", "BacklogConfig",
     "BacklogError", "FrontmatterYAMLError", "Scan", "Task", "TaskEditError", "TaskFileError",
     "TaskParseError", "fast_fields", "fast_frontmatter", "has_verify_label", "id_key", "is_null",
-    "load_frontmatter",
-    "load_yaml", "parse_task", "prequote_at_values", "read_config", "read_task", "scan",
-    "split_frontmatter", "write_task",
+    "load_frontmatter", "load_yaml", "may_clash", "parse_task", "prequote_at_values",
+    "read_config", "read_task", "scan", "split_frontmatter", "write_task",
 ]
 
 
@@ -100,24 +100,19 @@ def _parse_many(directory: Path, names: list[str], datas: list[bytes], folder: s
     """`parse_task` for many files, with one regular-expression pass over all of them.
 
     The decoded files are joined with NULs and `bulk()` validates every frontmatter and captures
-    the four fields in one `finditer`; a file it does not take (another key order, a folded title,
+    the four fields in one `findall`; a file it does not take (another key order, a folded title,
     a YAML error, ...) goes through `parse_task`, which gives the same result or the error.
     """
     if not datas:
         return []
-    texts: list[str] = []
-    starts: dict[int, int] = {}
-    pending: list[int] = []
-    pos = 0
     joined = b"\x00".join(datas)
     if joined.isascii() and joined.count(b"\x00") == len(datas) - 1 and all(datas):
         # all ASCII (so bytes are characters) and no NUL inside a file: decode once
-        big = "\x00" + joined.decode("ascii")
-        for i, data in enumerate(datas):
-            starts[pos] = i
-            pos += len(data) + 1
-        return _parse_big(big, True, starts, [], directory, names, datas, folder, errors,
-                          verify_only)
+        return _parse_big("\x00" + joined.decode("ascii"), True, list(range(len(datas))), [],
+                          directory, names, datas, folder, errors, verify_only)
+    texts: list[str] = []
+    members: list[int] = []  # the files in `big`, in order
+    pending: list[int] = []
     for i, data in enumerate(datas):
         try:
             text = data.decode("utf-8")
@@ -127,15 +122,11 @@ def _parse_many(directory: Path, names: list[str], datas: list[bytes], folder: s
         if "\x00" in text or not text:
             pending.append(i)
             continue
-        starts[pos] = i
+        members.append(i)
         texts.append(text)
-        pos += len(text) + 1
     big = "\x00" + "\x00".join(texts)
-    return _parse_big(big, big.isascii(), starts, pending, directory, names, datas, folder,
+    return _parse_big(big, big.isascii(), members, pending, directory, names, datas, folder,
                       errors, verify_only)
-
-
-_BULK_GROUPS = ("id", "title", "tfold", "status", "lblock")
 
 
 def _new_task(*values: Any) -> Task:
@@ -147,40 +138,37 @@ def _new_task(*values: Any) -> Task:
     return task
 
 
-def _parse_big(big: str, ascii_only: bool, starts: dict[int, int], pending: list[int],
+def _parse_big(big: str, ascii_only: bool, members: list[int], pending: list[int],
                directory: Path, names: list[str], datas: list[bytes], folder: str,
                errors: list[TaskFileError], verify_only: bool) -> list[Task | _Unlisted]:
     out: list[Task | _Unlisted] = []
-    done: set[int] = set()
     keys_of = FM_NAMES.findall
     scalar = _scalar
     nulls = NULLS
-    pattern = bulk()
-    fm_group = pattern.groupindex["fm"]
-    fields = tuple(pattern.groupindex[g] for g in _BULK_GROUPS)
     # pathlib's own fast child constructor (used by iterdir) when this Python has it
     child = getattr(directory, "_make_child_relpath", directory.joinpath)
-    for m in pattern.finditer(big):
-        idx = starts.get(m.start())
-        if idx is None:  # pragma: no cover - every match starts at a file's NUL
+    found = bulk().findall(big)  # one match per file in `big`, in order
+    if len(found) != len(members):  # pragma: no cover - each file follows exactly one NUL
+        found, members, pending = [], [], pending + members
+    for idx, (fm, raw_id, raw_title, tfold, raw_status, lblock, body) in zip(
+            members, found, strict=True):
+        if not fm or (not ascii_only and has_odd(fm)):
+            pending.append(idx)
             continue
-        fm_start, fm_end = m.span(fm_group)
-        if not ascii_only and has_odd(big[fm_start:fm_end]):
-            continue
-        keys = keys_of(big, fm_start - 1, fm_end)
+        keys = keys_of(fm)
         if len(set(keys)) != len(keys):
-            continue  # a repeated key: parse_task reports it
-        raw_id, raw_title, tfold, raw_status, lblock = m.group(*fields)
+            pending.append(idx)  # a repeated key: parse_task reports it
+            continue
         task_id = scalar(raw_id).strip()
         if not task_id or task_id in nulls:
+            pending.append(idx)
             continue
         if verify_only and (not lblock or "verify:" not in lblock.lower()):
             # No label can read as verify: in any case (the raw text of a label holds the
             # label's own letters, so lower() finds every one that could).
             out.append((task_id, folder, directory, names[idx], datas[idx]))
-            done.add(idx)
             continue
-        if raw_title is not None:
+        if raw_title:
             title = scalar(raw_title)
             if title in nulls:
                 title = ""
@@ -191,18 +179,11 @@ def _parse_big(big: str, ascii_only: bool, starts: dict[int, int], pending: list
             status = ""
         labels: tuple[str, ...] = (
             tuple([scalar(line[4:]) for line in lblock.split("\n")[:-1]]) if lblock else ())
-        body = m.end()
-        end = big.find("\x00", body)
-        if end < 0:
-            end = len(big)
-        cmd_lines: tuple[str, ...] = ()
-        if big.find("verify-cmd", body, end) >= 0:
-            cmd_lines = tuple(verify_cmd_lines(big, body, end))
+        cmd_lines = tuple(verify_cmd_lines(body)) if "verify-cmd" in body else ()
         verify = tuple([lab for lab in labels if lab.startswith("verify:")]) if labels else ()
         out.append(_new_task(child(names[idx]), folder, task_id, title, status, labels, verify,
                              cmd_lines, datas[idx]))
-        done.add(idx)
-    for i in pending + [i for i in starts.values() if i not in done]:
+    for i in pending:
         path = child(names[i])
         try:
             out.append(parse_task(path, datas[i], folder))
@@ -280,21 +261,27 @@ def scan(root: Path, *, verify_only: bool = False) -> Scan:
         finally:
             os.close(dir_fd)
         entries.extend(_parse_many(directory, names, datas, folder, errors, verify_only))
-    keyed = [(id_key(e[0] if isinstance(e, tuple) else e.id), e) for e in entries]
-    count: dict[object, int] = {}
-    for key, _ in keyed:
-        count[key] = count.get(key, 0) + 1
+    ids = [e[0] if isinstance(e, tuple) else e.id for e in entries]
+    keys: list[object] | None = None
+    clashing: set[object] = set()
+    if may_clash(ids):  # compare them all as the CLI does
+        keys = [id_key(i) for i in ids]
+        count: dict[object, int] = {}
+        for key in keys:
+            count[key] = count.get(key, 0) + 1
+        clashing = {key for key, n in count.items() if n > 1}
     kept: list[tuple[tuple[int, tuple[int, ...], str, str], Task]] = []
-    for key, entry in keyed:
-        if count[key] > 1:
-            others = ", ".join(str(_path(e).relative_to(root)) for k, e in keyed
-                               if k == key and e is not entry)
-            task_id = entry[0] if isinstance(entry, tuple) else entry.id
+    for n, entry in enumerate(entries):
+        if keys is not None and keys[n] in clashing:
+            others = ", ".join(str(_path(e).relative_to(root)) for k, e in zip(keys, entries,
+                                                                               strict=True)
+                               if k == keys[n] and e is not entry)
             errors.append(TaskFileError(_path(entry), line_of(_raw(entry), "id"),
-                                        f"ambiguous id {task_id}: also in {others}"))
+                                        f"ambiguous id {ids[n]}: also in {others}"))
             continue
         if isinstance(entry, tuple) or (verify_only and not has_verify_label(entry)):
             continue
+        key = keys[n] if keys is not None else id_key(entry.id)
         if type(key) is tuple:
             kept.append(((0, key[1], entry.id, entry.folder), entry))
         else:
@@ -302,6 +289,20 @@ def scan(root: Path, *, verify_only: bool = False) -> Scan:
     kept.sort(key=itemgetter(0))
     errors.sort(key=lambda e: str(e.path))
     return Scan(root=root, config=config, tasks=tuple(t for _, t in kept), errors=tuple(errors))
+
+
+_LEADING_ZERO = re.compile(r"[-.]0[0-9]")
+
+
+def may_clash(ids: list[str]) -> bool:
+    """Whether two of these ids might name one task (False: `id_key` tells them all apart).
+
+    `id_key` tells ids apart by their upper-case text, or by their prefix and numbers; without
+    a leading zero, equal numbers are equal text. So ids whose upper-case texts all differ and
+    whose numbers have no leading zero are all different tasks, and a scan need not key them.
+    """
+    return len(set(map(str.upper, ids))) != len(ids) or bool(
+        _LEADING_ZERO.search("\n".join(ids)))
 
 
 def _path(entry: Task | _Unlisted) -> Path:

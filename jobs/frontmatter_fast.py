@@ -77,14 +77,18 @@ _CLI_FOLD = rf"(?:  [^{_BAD} ][^{_BAD}]*+(?<! )\n)++"
 _CLI_LINE = (rf"{_KEY}: (?:{_CLI_SCALAR}|\[\])\n"
              rf"|{_KEY}:\n(?:  - {_CLI_SCALAR}\n)++"
              rf"|{_KEY}: >-\n{_CLI_FOLD}")
+# One match per file (each follows a NUL), in order, so `findall` answers for all of them: the
+# groups are empty when the frontmatter is not in this subset (`fm` then is ""), and `body` is the
+# rest of the file (all of it, then).
 BULK_PATTERN = (
-    "\\x00---\\n"
-    rf"(?P<fm>id: (?P<id>{_CLI_SCALAR})\n"
+    "\\x00(?:---"
+    rf"(?P<fm>\nid: (?P<id>{_CLI_SCALAR})\n"
     rf"title: (?:(?P<title>{_CLI_SCALAR})\n|>-\n(?P<tfold>{_CLI_FOLD}))"
     rf"status: (?P<status>{_CLI_SCALAR})\n"
     rf"(?:labels: \[\]\n|labels:\n(?P<lblock>(?:  - {_CLI_SCALAR}\n)++)"
     rf"|(?!labels:)(?:{_CLI_LINE}))*+)"
-    "---(?:\\n|(?=\\x00)|\\Z)")
+    "---(?:\\n|(?=\\x00)|\\Z))?+"
+    "(?P<body>[^\\x00]*+)")
 _bulk: re.Pattern[str] | None = None
 
 

@@ -24,7 +24,9 @@ from jobs.backlog import (
     fast_fields,
     fast_frontmatter,
     has_verify_label,
+    id_key,
     load_yaml,
+    may_clash,
     parse_task,
     prequote_at_values,
     scan,
@@ -354,3 +356,22 @@ def test_verify_only_scan_keeps_every_error_and_ambiguity(tmp_path: Path) -> Non
 def test_spaces_after_a_fold_are_left_to_yaml(fm: str) -> None:
     full, _ = check(fm)
     assert not full
+
+
+@settings(max_examples=examples(1500), deadline=None)
+@given(ids=st.lists(st.from_regex(r"[A-Za-z\u0131\u0130]{1,3}-[0-9]{1,3}(\.[0-9]{1,2})?|"
+                                  r"[a-zA-Z\u00df\u0131 -]{1,4}|[0-9]{1,2}", fullmatch=True),
+                    max_size=6))
+def test_may_clash_misses_no_ambiguous_pair(ids: list[str]) -> None:
+    """The scan keys ids only when `may_clash` says two might name one task: it must never say
+    no when `id_key` finds two that do."""
+    keys = [id_key(i.strip()) for i in ids]
+    if len(set(keys)) != len(keys):
+        assert may_clash([i.strip() for i in ids]), ids
+
+
+def test_may_clash_on_known_pairs() -> None:
+    assert may_clash(["TASK-1", "task-1"])
+    assert may_clash(["TASK-1", "TASK-01"])
+    assert may_clash(["TASK-1.2", "TASK-1.02"])
+    assert not may_clash(["TASK-1", "TASK-10", "BACK-1", "task-1.1"])
