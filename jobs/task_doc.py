@@ -7,6 +7,7 @@ is parsed again and must read as exactly the intended change, else `TaskEditErro
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -106,8 +107,15 @@ def fm_dict(doc: Doc) -> dict[str, Any]:
     The edits work on top-level `key:` lines (plain or quoted keys). A frontmatter that holds
     its keys some other way (a flow mapping `{...}`, a complex `? key`) is valid and read, but
     not edited: the line view and the YAML view would not name the same keys.
+
+    The result is shared (callers only read it): a chain of edits parses each intermediate
+    frontmatter once, where each edit's self-check and the next edit would each parse it.
     """
-    text = join_lines(doc.fm)
+    return _fm_of_text(join_lines(doc.fm))
+
+
+@functools.lru_cache(maxsize=32)
+def _fm_of_text(text: str) -> dict[str, Any]:
     fast = fast_frontmatter(text)
     if fast is not None:
         return fast
@@ -120,7 +128,7 @@ def fm_dict(doc: Doc) -> dict[str, Any]:
     except FrontmatterYAMLError as exc:
         where = f"line {exc.line}: " if exc.line else ""
         raise TaskEditError(f"{where}{exc.message}") from None
-    lines = set(key_spans(doc.fm))
+    lines = set(key_spans(split_lines(text)))
     if lines != set(data):
         raise TaskEditError("the frontmatter does not write its keys as one `key:` line each "
                             "(a flow mapping or a complex `?` key); not edited")

@@ -104,6 +104,7 @@ def verify_task(ctx: RepoContext, task: eligibility.Classified,
     if isinstance(outcome, Attempt):
         # `just` cannot run here: this task is tried again next time; so are the others.
         return TaskResult(outcome)
+    head: str | None = None  # HEAD as the recipe left it: where the verdict commit goes
     if outcome is None:
         head = git.head_sha(ctx.root)
         result = run_recipe(ctx, task, timeout)
@@ -118,7 +119,7 @@ def verify_task(ctx: RepoContext, task: eligibility.Classified,
             att.exit_code, att.duration = outcome.exit_code, outcome.duration
             att.output_path = outcome.output_path
             return TaskResult(att, go_on=False)
-    return write_verdict(ctx, task, config, outcome, started)
+    return write_verdict(ctx, task, config, outcome, started, head)
 
 
 def output_path(ctx: RepoContext, task: eligibility.Classified) -> Path:
@@ -192,7 +193,7 @@ def run_recipe(ctx: RepoContext, task: eligibility.Classified,
 
 def write_verdict(ctx: RepoContext, task: eligibility.Classified,
                   config: backlog.BacklogConfig, outcome: verdicts.Outcome,
-                  started: datetime) -> TaskResult:
+                  started: datetime, head: str | None = None) -> TaskResult:
     """Write the verdict into the task file and commit exactly that file."""
     assert ctx.ledger is not None
     result = ctx.attempt(outcome.verdict, task=task, started=started)
@@ -226,7 +227,8 @@ def write_verdict(ctx: RepoContext, task: eligibility.Classified,
         result.verdict, result.edit_state = Verdict.ERROR, "abandoned"
         result.reason = f"cannot write the task file: {exc}"
         return TaskResult(result)
-    done = commit_checked(ctx, edit.paths, edit.message, restore=lambda: restore(edit))
+    done = commit_checked(ctx, edit.paths, edit.message, restore=lambda: restore(edit),
+                          head=head)
     settle(ctx, result, done, edit.after)
     result.ended_at = datetime.now(UTC)
     return TaskResult(result, go_on=done.hook_changed is None, repo_error=done.hook_changed)
@@ -240,10 +242,12 @@ def restore(edit: edit_plan.EditPlan) -> None:
 
 
 def commit_checked(ctx: RepoContext, paths: list[str], message: str,
-                   restore: Callable[[], None]) -> Committed:
-    """Commit exactly `paths`, then check the commit and the tree (SPEC: "The commit is checked
-    afterwards"). A refused commit calls `restore`; a commit holding more is undone."""
-    head = git.head_sha(ctx.root)
+                   restore: Callable[[], None], head: str | None = None) -> Committed:
+    """Commit exactly `paths` on `head` (HEAD now, read when not given), then check the commit
+    and the tree (SPEC: "The commit is checked afterwards"). A refused commit calls `restore`;
+    a commit holding more is undone."""
+    if head is None:
+        head = git.head_sha(ctx.root)
     try:
         sha = git.commit_paths(ctx.root, paths, message, new=paths[1:])
         ctx.committed = True
