@@ -89,7 +89,41 @@ BULK_PATTERN = (
     rf"|(?!labels:)(?:{_CLI_LINE}))*+)"
     "---(?:\\n|(?=\\x00)|\\Z))?+"
     "(?P<body>[^\\x00]*+)")
+# The same, for a frontmatter in the CLI's own key order (its serializer writes every file so):
+# each key at most once, so no key is repeated and the reader need not look for repeats.
+_CLI_LIST_KEYS = ("assignee", "dependencies", "references", "documentation", "modified_files",
+                  "subtasks")
+_CLI_KEY_ORDER = ("assignee", "reporter", "created_date", "updated_date", "due_date", "labels",
+                  "milestone", "dependencies", "references", "documentation", "modified_files",
+                  "parent_task_id", "subtasks", "priority", "type", "ordinal", "onStatusChange")
+
+
+def _cli_key(key: str) -> str:
+    if key == "labels":
+        return rf"(?:labels: \[\]\n|labels:\n(?P<lblock>(?:  - {_CLI_SCALAR}\n)++))?+"
+    if key in _CLI_LIST_KEYS:
+        return rf"(?:{key}(?:: \[\]\n|:\n(?:  - {_CLI_SCALAR}\n)++))?+"
+    return rf"(?:{key}(?:: {_CLI_SCALAR}\n|: >-\n{_CLI_FOLD}))?+"
+
+
+CANONICAL_PATTERN = (
+    "\\x00(?:---"
+    rf"(?P<fm>\nid: (?P<id>{_CLI_SCALAR})\n"
+    rf"title: (?:(?P<title>{_CLI_SCALAR})\n|>-\n(?P<tfold>{_CLI_FOLD}))"
+    rf"status: (?P<status>{_CLI_SCALAR})\n"
+    + "".join(_cli_key(key) for key in _CLI_KEY_ORDER) + ")"
+    "---(?:\\n|(?=\\x00)|\\Z))?+"
+    "(?P<body>[^\\x00]*+)")
 _bulk: re.Pattern[str] | None = None
+_canonical: re.Pattern[str] | None = None
+
+
+def canonical() -> re.Pattern[str]:
+    """CANONICAL_PATTERN, compiled on first use (as `bulk`)."""
+    global _canonical
+    if _canonical is None:
+        _canonical = re.compile(CANONICAL_PATTERN)
+    return _canonical
 
 
 def bulk() -> re.Pattern[str]:

@@ -17,6 +17,7 @@ from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import jobs.backlog as backlog_module
 from jobs.backlog import (
     FRONTMATTER_RE,
     FrontmatterYAMLError,
@@ -278,6 +279,14 @@ def assert_scan_matches_per_file(root: Path) -> None:
     lean = scan(root, verify_only=True)
     assert lean.tasks == tuple(t for t in result.tasks if has_verify_label(t))
     assert lean.errors == result.errors
+    # a big backlog's first pass (the CLI's key order, then the general pattern): the same
+    canonical_from = backlog_module._CANONICAL_FROM
+    backlog_module._CANONICAL_FROM = 0
+    try:
+        assert scan(root) == result
+        assert scan(root, verify_only=True) == lean
+    finally:
+        backlog_module._CANONICAL_FROM = canonical_from
 
 
 def test_scan_matches_per_file_on_fixtures() -> None:
@@ -375,3 +384,32 @@ def test_may_clash_on_known_pairs() -> None:
     assert may_clash(["TASK-1", "TASK-01"])
     assert may_clash(["TASK-1.2", "TASK-1.02"])
     assert not may_clash(["TASK-1", "TASK-10", "BACK-1", "task-1.1"])
+
+
+CLI_ORDER = ["assignee", "reporter", "created_date", "updated_date", "due_date", "labels",
+             "milestone", "dependencies", "references", "documentation", "modified_files",
+             "parent_task_id", "subtasks", "priority", "type", "ordinal", "onStatusChange"]
+CLI_VALUE = st.sampled_from([" []", " 'a: b'", " x", ":\n  - a\n  - 'verify:2026-01-01'",
+                             " >-\n  long\n  folded", ":", " ''", ":\n  - >-\n    f", " [a]",
+                             " 'it''s'", " @me", ":\n - a", " ~"])
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(files=st.lists(st.tuples(st.lists(st.sampled_from(CLI_ORDER), max_size=6, unique=True),
+                                st.booleans(), st.lists(CLI_VALUE, min_size=6, max_size=6),
+                                st.sampled_from(["", "labels: []\n", "title: again\n"])),
+                      min_size=1, max_size=5))
+def test_scan_in_the_cli_key_order(files: list[tuple[list[str], bool, list[str], str]]) -> None:
+    """Frontmatter in the CLI's key order (and not quite: shuffled, a repeated key, odd value
+    shapes) reads as per file, whichever pattern takes it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "backlog" / "tasks").mkdir(parents=True)
+        (root / "backlog" / "config.yml").write_text("task_prefix: task\n")
+        for n, (keys, ordered, values, extra) in enumerate(files):
+            if ordered:
+                keys = sorted(keys, key=CLI_ORDER.index)
+            fm = "".join(f"{key}{value}\n" for key, value in zip(keys, values, strict=False))
+            text = f"---\nid: TASK-{n}\ntitle: T {n}\nstatus: Done\n{fm}{extra}---\nbody\n"
+            (root / "backlog" / "tasks" / f"task-{n} - x.md").write_text(text)
+        assert_scan_matches_per_file(root)
