@@ -166,17 +166,6 @@ def take(ledger: Ledger, claim: Claim, *, repo: str, ttl: float,
     raise sa.exc.OperationalError("claim", {}, Exception("the claim kept changing hands"))
 
 
-def finish(ledger: Ledger, claim: Claim, verdict: str) -> None:
-    """The verdict reached the task (or its pending edit): nobody verifies this key again."""
-    _settle(ledger, {"op": "finish", "key": claim.key, "run_id": claim.run_id,
-                     "verdict": verdict, "at": iso_utc(datetime.now(UTC))})
-
-
-def release(ledger: Ledger, claim: Claim) -> None:
-    """The task was not judged (an error, an interruption, drift): any machine may try again."""
-    _settle(ledger, {"op": "release", "key": claim.key, "run_id": claim.run_id})
-
-
 def _settle(ledger: Ledger, payload: dict[str, Any]) -> None:
     if not ledger.unreachable:
         try:
@@ -245,9 +234,41 @@ class RepoClaims:
 
     def settle(self, claim: Claim | None, result: Attempt | None) -> None:
         """A committed verdict finishes the claim; anything else lets any machine try again."""
-        if claim is None:
-            return
-        if result is not None and result.edit_state == "committed":
-            finish(self.ledger, claim, result.verdict)
-        else:
-            release(self.ledger, claim)
+        if claim is not None:
+            _settle(self.ledger, settlement(claim, result))
+
+
+def settlement(claim: Claim, result: Attempt | None) -> dict[str, Any]:
+    """What settles the claim after `result`: finished by a committed verdict, else released."""
+    if result is not None and result.edit_state == "committed":
+        return _finishing(claim, result.verdict)
+    return _releasing(claim)
+
+
+def _finishing(claim: Claim, verdict: str) -> dict[str, Any]:
+    return {"op": "finish", "key": claim.key, "run_id": claim.run_id, "verdict": verdict,
+            "at": iso_utc(datetime.now(UTC))}
+
+
+def _releasing(claim: Claim) -> dict[str, Any]:
+    return {"op": "release", "key": claim.key, "run_id": claim.run_id}
+
+
+def finish(ledger: Ledger, claim: Claim, verdict: str) -> None:
+    """The verdict reached the task (or its pending edit): nobody verifies this key again."""
+    _settle(ledger, _finishing(claim, verdict))
+
+
+def release(ledger: Ledger, claim: Claim) -> None:
+    """The task was not judged (an error, an interruption, drift): any machine may try again."""
+    _settle(ledger, _releasing(claim))
+
+
+def save_settled(ledger: Ledger, result: Attempt, claim: Claim | None) -> None:
+    """Write the attempt and settle its claim in one transaction (one commit, not two)."""
+    if claim is None:
+        ledger.save(result)
+        return
+    payload = settlement(claim, result)
+    if not ledger.save(result, also=lambda conn: _apply(conn, payload)):
+        _settle(ledger, payload)  # the attempt was spooled: so is the settlement

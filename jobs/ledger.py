@@ -207,10 +207,13 @@ class Ledger:
 
     # -- writes ----------------------------------------------------------------------------------
 
-    def save(self, attempt: Attempt, *, durable: bool = False) -> Attempt:
+    def save(self, attempt: Attempt, *, durable: bool = False,
+             also: Callable[[sa.Connection], None] | None = None) -> bool:
         """Insert or update the attempt's row; spooled locally when the ledger cannot be reached.
+        True when the row reached the ledger, False when it was spooled.
 
         `durable`: synced to disk before returning (the pending edit recovery depends on).
+        `also`: more statements in the same transaction (not run when the row is spooled).
         """
         if attempt.machine is None:
             attempt.machine = self.machine
@@ -219,7 +222,7 @@ class Ledger:
             attempt.uid = uuid.uuid4().hex
         if self.unreachable and self.spool is not None:
             self._spool(attempt, "still unreachable in this run")
-            return attempt
+            return False
         # A row first written here cannot be in the ledger yet, unless an earlier try of this
         # very write reached it and only its answer was lost: only retries look for it.
         tries = 0
@@ -227,7 +230,7 @@ class Ledger:
         def write() -> None:
             nonlocal tries
             tries += 1
-            self._upsert(attempt, durable, new=new and tries == 1)
+            self._upsert(attempt, durable, new=new and tries == 1, also=also)
 
         try:
             self._retrying("write", write)
@@ -240,7 +243,8 @@ class Ledger:
                                   f"{first_line(exc)}") from None
             self.unreachable = True
             self._spool(attempt, first_line(exc))
-        return attempt
+            return False
+        return True
 
     def _spool(self, attempt: Attempt, why: str) -> None:
         assert self.spool is not None
@@ -253,7 +257,8 @@ class Ledger:
         log.warning("ledger.spooled", ledger=self.shown_url, run_id=attempt.run_id,
                     task=attempt.task_id, verdict=attempt.verdict, reason=why)
 
-    def _upsert(self, attempt: Attempt, durable: bool, *, new: bool = False) -> None:
+    def _upsert(self, attempt: Attempt, durable: bool, *, new: bool = False,
+                also: Callable[[sa.Connection], None] | None = None) -> None:
         """Write the attempt's row: an insert when `new`, else an update of the row with its id
         (or uid), inserted when there is none. Prepared statements with parameters, so that
         SQLAlchemy compiles each once per run, not once per write."""
@@ -267,26 +272,33 @@ class Ledger:
                 raw.execute("PRAGMA synchronous=FULL")
             try:
                 with conn.begin():
-                    if not new:
-                        if attempt.id is not None:
-                            done = conn.execute(_UPDATE_BY_ID, {**values, "row_id": attempt.id})
-                        else:
-                            done = conn.execute(_UPDATE_BY_UID, {**values, "row_uid": attempt.uid})
-                        if done.rowcount:
-                            if attempt.id is None:
-                                attempt.id = conn.execute(_ID_BY_UID,
-                                                          {"row_uid": attempt.uid}).scalar_one()
-                            return
-                    key = conn.execute(_INSERT, values)
-                    assert key.inserted_primary_key is not None
-                    attempt.id = int(key.inserted_primary_key[0])
+                    row_id = None if new else self._update(conn, attempt, values)
+                    if row_id is None:
+                        key = conn.execute(_INSERT, values)
+                        assert key.inserted_primary_key is not None
+                        row_id = int(key.inserted_primary_key[0])
+                    if also is not None:
+                        also(conn)
+                attempt.id = row_id
             finally:
                 if synced:
                     raw.execute("PRAGMA synchronous=NORMAL")
 
+    @staticmethod
+    def _update(conn: sa.Connection, attempt: Attempt, values: dict[str, Any]) -> int | None:
+        """Update the attempt's row found by id (or uid); its id, or None when there is none."""
+        if attempt.id is not None:
+            done = conn.execute(_UPDATE_BY_ID, {**values, "row_id": attempt.id})
+            return attempt.id if done.rowcount else None
+        done = conn.execute(_UPDATE_BY_UID, {**values, "row_uid": attempt.uid})
+        if not done.rowcount:
+            return None
+        return int(conn.execute(_ID_BY_UID, {"row_uid": attempt.uid}).scalar_one())
+
     # The names callers have always used: both are `save` now.
     def record(self, attempt: Attempt, *, durable: bool = False) -> Attempt:
-        return self.save(attempt, durable=durable)
+        self.save(attempt, durable=durable)
+        return attempt
 
     def update(self, attempt: Attempt) -> None:
         self.save(attempt)

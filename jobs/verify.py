@@ -159,14 +159,12 @@ class _RepoRun:
                 reason: str | None = None, started: datetime | None = None) -> Attempt:
         return self.ctx.attempt(verdict, task=task, reason=reason, started=started)
 
-    def finish(self, result: Attempt) -> None:
-        """Record (or, when already in the ledger, update), log and print one attempt."""
+    def finish(self, result: Attempt, claim: claims.Claim | None = None) -> None:
+        """Record (or, when already in the ledger, update), log and print one attempt; with the
+        attempt's `claim`, settle that in the same ledger transaction."""
         storable(result)
         if self.ledger is not None:
-            if result.id is not None:
-                self.ledger.update(result)
-            else:
-                self.ledger.record(result)
+            claims.save_settled(self.ledger, result, claim if self.claims is not None else None)
         self.summary.results.append(result)
         event = EVENTS[Verdict(result.verdict)]
         if self.summary.dry_run:
@@ -289,8 +287,7 @@ class _RepoRun:
                         f"not run: handling {task.task.id} failed unexpectedly and left "
                         "the work tree changed")))
                 return
-            self.finish(result.attempt)
-            self.settle(claim, result.attempt)
+            self.finish(result.attempt, claim)
             if result.repo_error is not None:
                 self.repo_error(result.repo_error, ordered[i + 1:])
                 return
