@@ -23,26 +23,21 @@ from jobs.frontmatter_fast import fast_frontmatter
 from jobs.task import TaskEditError
 
 
-@dataclass
+@dataclass(slots=True)
 class Line:
     text: str  # without its line ending
     eol: str  # "\n", "\r\n" or "" (last line without newline)
 
 
 def split_lines(text: str) -> list[Line]:
-    lines: list[Line] = []
-    pos = 0
-    n = len(text)
-    while pos < n:
-        nl = text.find("\n", pos)
-        if nl < 0:
-            lines.append(Line(text[pos:], ""))
-            break
-        if nl > pos and text[nl - 1] == "\r":
-            lines.append(Line(text[pos:nl - 1], "\r\n"))
-        else:
-            lines.append(Line(text[pos:nl], "\n"))
-        pos = nl + 1
+    # str.splitlines would also split at \v, \f, \x1c-\x1e, \x85 and \u2028/9, which YAML
+    # and the CLI keep inside a line: only "\n" (with its "\r", if any) ends a line here.
+    parts = text.split("\n")
+    last = parts.pop()  # what follows the last "\n": "" when the text ends with one
+    lines = [Line(part[:-1], "\r\n") if part.endswith("\r") else Line(part, "\n")
+             for part in parts]
+    if last:
+        lines.append(Line(last, ""))
     return lines
 
 

@@ -32,6 +32,7 @@ from jobs.backlog_edit import (
     set_updated_date,
     yaml_scalar,
 )
+from jobs.task_doc import join_lines, split_lines
 
 LABEL_CHARS = "abcXYZ019-_:@#'\" .ü/&!*?%"
 label_text = st.text(alphabet=LABEL_CHARS, min_size=1, max_size=10).filter(
@@ -228,3 +229,17 @@ def test_edits_read_back_and_touch_nothing_else(shape: Shape,
         for line in new[j1:j2]:
             body = line.rstrip("\r\n")
             assert body in allowed or body in added_text, (op, line)
+
+
+@given(st.lists(st.sampled_from(["a", " ", "\n", "\r", "\r\n", "\x0b", "\x0c", "\x85",
+                                 "\u2028", "é"]), max_size=30).map("".join))
+@settings(max_examples=examples(600))
+def test_only_newline_ends_a_line(text: str) -> None:
+    # YAML and the CLI keep \v, \f, \x85 and \u2028 inside a line; "\r" alone is not an end either.
+    lines = split_lines(text)
+    assert join_lines(lines) == text
+    assert all("\n" not in line.text for line in lines)
+    assert all(line.eol in ("\n", "\r\n") for line in lines[:-1])
+    # a "\r" right before a "\n" belongs to the line ending
+    assert all(not line.text.endswith("\r") for line in lines if line.eol == "\n")
+    assert len(lines) == text.count("\n") + (0 if text.endswith("\n") or not text else 1)
