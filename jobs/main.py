@@ -107,6 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 @cli_entry("loop-verify")
 def main(argv: Sequence[str] | None = None) -> int:
+    global _nothing_to_close
     args = build_parser().parse_args(argv)
     command: str = args.command
     if command == "run":
@@ -115,8 +116,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                         timeout=args.timeout, dry_run=args.dry_run, as_json=args.json)
     if command == "list":
         from jobs.commands import list as list_cmd
-        return list_cmd.main(config_path=args.config, repos=args.repo, today=args.today,
+        code = list_cmd.main(config_path=args.config, repos=args.repo, today=args.today,
                              as_json=args.json)
+        _nothing_to_close = True  # list holds no thread, database or log handler
+        return code
     if command == "history":
         from jobs.commands import history
         return history.main(config_path=args.config, since=args.since, repo=args.repo,
@@ -137,5 +140,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     from jobs.commands import doctor
     return doctor.main(config_path=args.config)
 
+# Set by a verb that returned normally and left nothing the interpreter's teardown must close.
+_nothing_to_close = False
+
+
+def entry() -> None:
+    """The `loop-verify` console script: `main()`, then exit.
+
+    After `list`, without the interpreter's teardown: freeing every task it read and a last
+    garbage collection cost a 5,000-task list ~7% of its time, and it has nothing else to close.
+    Output is flushed first; a flush that fails takes the ordinary exit, which reports nothing
+    more (`emit` has already pointed a closed stdout at /dev/null).
+    """
+    code = main()
+    if _nothing_to_close:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            sys.exit(code)
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    entry()

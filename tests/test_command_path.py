@@ -102,3 +102,29 @@ def test_help_width_is_the_one_argparse_computes(columns: str | None,
     plain = build_parser()
     plain.formatter_class = argparse.HelpFormatter
     assert ours.format_help() == plain.format_help()
+
+
+def test_console_entry_exits_quickly_after_list_with_all_output(tmp_path: Path) -> None:
+    """`entry` (the console script) skips the interpreter's teardown after `list`: every byte of
+    the output still arrives, the exit code is list's, and a reader that goes away early gets
+    no traceback."""
+    repo = make_verify_repo(tmp_path, tasks=list(range(1, 40)))
+    argv = ["list", "--json", "--config", str(repo.config_path), "--today", "2026-11-30"]
+    script = "import sys; from jobs.main import entry; sys.argv[1:] = sys.argv[1:]; entry()"
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True,
+                          check=False, env=env)
+    assert proc.returncode == 0, proc.stderr
+    listed = json.loads(proc.stdout)
+    assert len(listed["tasks"]) == 39
+    with subprocess.Popen([sys.executable, "-c", script, *argv], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, env=env) as early:
+        assert early.stdout is not None and early.stderr is not None
+        early.stdout.read(10)
+        early.stdout.close()
+        err = early.stderr.read().decode()
+    assert "Traceback" not in err, err
+    bad = subprocess.run([sys.executable, "-c", script, "list", "--config",
+                          str(tmp_path / "missing.yaml")], capture_output=True, text=True,
+                         check=False, env=env)
+    assert bad.returncode == 2, bad.stderr
