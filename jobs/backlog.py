@@ -112,11 +112,15 @@ def _parse_many(directory: Path, names: list[str], datas: list[bytes], folder: s
     """
     if not datas:
         return []
-    joined = b"\x00".join(datas)
-    if joined.isascii() and joined.count(b"\x00") == len(datas) - 1 and all(datas):
-        # all ASCII (so bytes are characters) and no NUL inside a file: decode once
-        return _parse_big("\x00" + joined.decode("ascii"), True, list(range(len(datas))), [],
-                          directory, names, datas, folder, errors, verify_only)
+    joined = b"\x00".join([b"", *datas])
+    if joined.count(b"\x00") == len(datas):  # no NUL inside a file
+        try:
+            big = joined.decode("ascii")  # all ASCII (so bytes are characters): decode once
+        except UnicodeDecodeError:
+            pass
+        else:
+            return _parse_big(big, True, list(range(len(datas))), [], directory, names, datas,
+                              folder, errors, verify_only)
     texts: list[str] = []
     members: list[int] = []  # the files in `big`, in order
     pending: list[int] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date, datetime, tzinfo
+from functools import lru_cache
 
 from jobs.task import BacklogConfig, Task
 
@@ -34,6 +35,7 @@ class Classified:
     recipe: str | None = None
 
 
+@lru_cache(maxsize=4096)  # a backlog's labels share a few hundred dates; `list` reads thousands
 def label_date(label: str) -> date | None:
     """The calendar date of a well-formed `verify:YYYY-MM-DD` label, else None."""
     m = _LABEL.fullmatch(label)
