@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from jobs.errors import cli_entry
 from jobs.version import VersionAction
@@ -39,43 +39,37 @@ class HelpFormatter(argparse.HelpFormatter):
                          terminal_columns() - 2 if width is None else width)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="loop-verify", formatter_class=HelpFormatter,
-        description="Run due Backlog.md verifications and record each verdict in its task.")
-    parser.add_argument("--version", action=VersionAction)
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def _config_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", metavar="FILE", help="configuration file")
 
-    def verb(name: str, help: str) -> argparse.ArgumentParser:
-        return subparsers.add_parser(name, help=help, formatter_class=HelpFormatter)
 
-    def config_opt(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--config", metavar="FILE", help="configuration file")
-
-    run = verb("run", "verify every due task now")
+def _run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--repo", action="append", default=[], metavar="PATH",
                      help="repository to verify (repeatable; replaces the configured list)")
-    config_opt(run)
+    _config_option(run)
     run.add_argument("--today", metavar="DATE", help="treat DATE (YYYY-MM-DD) as today")
     run.add_argument("--timeout", metavar="DUR", help="per-recipe limit for this run")
     run.add_argument("--dry-run", action="store_true", help="report what would run; change nothing")
     run.add_argument("--json", action="store_true", help="print one JSON object")
 
-    lst = verb("list", "show every task with a verify: label and its state")
+
+def _list_options(lst: argparse.ArgumentParser) -> None:
     lst.add_argument("--repo", action="append", default=[], metavar="PATH")
-    config_opt(lst)
+    _config_option(lst)
     lst.add_argument("--today", metavar="DATE")
     lst.add_argument("--json", action="store_true")
 
-    hist = verb("history", "show recorded attempts from the ledger")
-    config_opt(hist)
+
+def _history_options(hist: argparse.ArgumentParser) -> None:
+    _config_option(hist)
     hist.add_argument("--since", metavar="DATE")
     hist.add_argument("--repo", metavar="PATH")
     hist.add_argument("--machine", metavar="NAME", help="only this machine's attempts")
     hist.add_argument("--json", action="store_true")
 
-    review = verb("review", "write the incident-review report (HTML or Markdown)")
-    config_opt(review)
+
+def _review_options(review: argparse.ArgumentParser) -> None:
+    _config_option(review)
     review.add_argument("--out", metavar="FILE", help="write the report here (default: stdout)")
     review.add_argument("--format", choices=["html", "markdown"], default="html")
     review.add_argument("--since", metavar="T",
@@ -87,28 +81,66 @@ def build_parser() -> argparse.ArgumentParser:
     review.add_argument("--verdict", metavar="V", help="only attempts and audits with this verdict")
     review.add_argument("--machine", metavar="NAME", help="only what this machine recorded")
 
-    serve = verb("serve", "run the daily verification in-process (APScheduler)")
-    config_opt(serve)
 
-    install = verb("install", "install the LaunchAgent or the systemd timer")
+def _install_options(install: argparse.ArgumentParser) -> None:
     install.add_argument("kind", choices=["launchagent", "systemd"])
-    config_opt(install)
+    _config_option(install)
     install.add_argument("--print", action="store_true", dest="print_only",
                          help="print what would be installed; change nothing")
 
-    uninstall = verb("uninstall", "remove the LaunchAgent or the systemd timer")
+
+def _uninstall_options(uninstall: argparse.ArgumentParser) -> None:
     uninstall.add_argument("kind", choices=["launchagent", "systemd"])
     uninstall.set_defaults(config=None, print_only=False)
 
-    doctor = verb("doctor", "check git, just, the config, repos and the scheduler")
-    config_opt(doctor)
+
+VERBS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None]]] = {
+    "run": ("verify every due task now", _run_options),
+    "list": ("show every task with a verify: label and its state", _list_options),
+    "history": ("show recorded attempts from the ledger", _history_options),
+    "review": ("write the incident-review report (HTML or Markdown)", _review_options),
+    "serve": ("run the daily verification in-process (APScheduler)", _config_option),
+    "install": ("install the LaunchAgent or the systemd timer", _install_options),
+    "uninstall": ("remove the LaunchAgent or the systemd timer", _uninstall_options),
+    "doctor": ("check git, just, the config, repos and the scheduler", _config_option),
+}
+
+
+def build_parser(only: str | None = None, *, options: bool = True) -> argparse.ArgumentParser:
+    """The command line's parser: every verb with its options; with `only`, just that verb (the
+    one the command line names: argparse never looks at the others); without `options`, the
+    verbs without theirs (enough for `--help`, which lists the verbs, and for a missing or
+    unknown one). Each verb's parser costs start-up time: building all of them cost `list`
+    more than an empty backlog does."""
+    parser = argparse.ArgumentParser(
+        prog="loop-verify", formatter_class=HelpFormatter,
+        description="Run due Backlog.md verifications and record each verdict in its task.")
+    parser.add_argument("--version", action=VersionAction)
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (help_text, add_options) in VERBS.items():
+        if only is not None and name != only:
+            continue
+        verb = subparsers.add_parser(name, help=help_text, formatter_class=HelpFormatter)
+        if options:
+            add_options(verb)
     return parser
+
+
+def lean_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
+    """The parser `argv` needs: the verb it starts with (argparse hands every later argument
+    to that verb's parser), the verbs without options for `--help` first (which prints and
+    exits before any verb is looked at), else all of them."""
+    first = argv[0] if argv else None
+    if first in VERBS:
+        return build_parser(first)
+    return build_parser(options=first not in ("-h", "--help"))
 
 
 @cli_entry("loop-verify")
 def main(argv: Sequence[str] | None = None) -> int:
     global _nothing_to_close
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = lean_parser(argv).parse_args(argv)
     command: str = args.command
     if command == "run":
         from jobs.commands import run

@@ -128,3 +128,32 @@ def test_console_entry_exits_quickly_after_list_with_all_output(tmp_path: Path) 
                           str(tmp_path / "missing.yaml")], capture_output=True, text=True,
                          check=False, env=env)
     assert bad.returncode == 2, bad.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    [], ["--help"], ["-h"], ["--version"], ["bogus"], ["-", "list"], ["--", "list", "--json"],
+    ["list", "--json", "--today", "2026-11-30", "--config", "/nonexistent"], ["list", "--bad"],
+    ["list", "-h"], ["run", "--dry-run", "--timeout"], ["install"], ["install", "x"],
+    ["uninstall", "systemd", "--print"], ["review", "--format", "pdf"], ["history", "extra"],
+    ["-h", "list"], ["list", "run"], ["doctor", "--help"], ["--he"], ["-x", "list"],
+])
+def test_the_lean_parser_answers_as_the_full_one(
+        argv: list[str], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`main` builds only the verb the command line starts with (or no options for --help):
+    same namespace, same output, same exit as the parser with every verb."""
+    import argparse
+
+    from jobs.main import build_parser, lean_parser
+
+    monkeypatch.setenv("COLUMNS", "100")
+
+    def outcome(parser: argparse.ArgumentParser) -> tuple[object, str, str]:
+        try:
+            result: object = vars(parser.parse_args(argv))
+        except SystemExit as exc:
+            result = ("exit", exc.code)
+        out = capsys.readouterr()
+        return result, out.out, out.err
+
+    assert outcome(lean_parser(argv)) == outcome(build_parser())
