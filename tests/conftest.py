@@ -30,6 +30,17 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def _hangup_ignored_here_only(_signum: int, _frame: object) -> None:
+    """Under `nohup` the suite starts with SIGHUP ignored, which every process it starts would
+    inherit; the tests that stop a real run with SIGHUP need it to arrive as it does without
+    nohup. A handler, unlike SIG_IGN, is not inherited across exec: the test processes stay
+    immune to a hangup, their children get the default."""
+
+
+if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+    signal.signal(signal.SIGHUP, _hangup_ignored_here_only)
+
+
 @pytest.fixture(autouse=True)
 def git_identity(monkeypatch: pytest.MonkeyPatch) -> None:
     # Commits in tests must work on a machine with no global git configuration.
