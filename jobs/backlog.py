@@ -22,6 +22,7 @@ import os
 import re
 from operator import itemgetter
 from pathlib import Path
+from typing import NamedTuple
 
 from jobs.frontmatter import (
     FRONTMATTER_RE,
@@ -47,7 +48,6 @@ from jobs.task import (
     DEFAULT_STATUSES,
     MAX_TASK_BYTES,
     OPEN_FLAGS,
-    TASK_FIELDS,
     TASK_FOLDERS,
     VERIFY_LABEL,
     BacklogConfig,
@@ -64,12 +64,6 @@ from jobs.task import (
     read_task,
     verify_cmd_lines,
 )
-
-# `typing` is for the type checker only (which reads any `if TYPE_CHECKING:` as true): importing
-# it costs every command's start-up.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 __all__ = [
     "DEFAULT_STATUSES", "FRONTMATTER_RE", "MAX_TASK_BYTES", "VERIFY_LABEL", "BacklogConfig",
@@ -97,9 +91,15 @@ def id_key(task_id: str) -> tuple[str, tuple[int, ...]] | str:
     return text.upper()
 
 
-# A task `scan(..., verify_only=True)` read and checked but does not return: (id, folder,
-# directory, file name, raw bytes), enough to report it when its id is ambiguous.
-_Unlisted = tuple[str, str, Path, str, bytes]
+class _Unlisted(NamedTuple):
+    """A task `scan(..., verify_only=True)` read and checked but does not return: enough to
+    report it when its id is ambiguous."""
+
+    id: str
+    folder: str
+    directory: Path
+    name: str
+    raw: bytes
 
 
 def _parse_many(directory: Path, names: list[str], datas: list[bytes], folder: str,
@@ -138,15 +138,6 @@ def _parse_many(directory: Path, names: list[str], datas: list[bytes], folder: s
     big = "\x00" + "\x00".join(texts)
     return _parse_big(big, big.isascii(), members, pending, directory, names, datas, folder,
                       errors, verify_only)
-
-
-def _new_task(*values: Any) -> Task:
-    """Task(*values) without the frozen dataclass's per-field `object.__setattr__` calls (the
-    same object: a frozen dataclass keeps its fields in the instance `__dict__` too); a
-    5,000-task scan builds one per file."""
-    task: Task = object.__new__(Task)
-    task.__dict__.update(zip(TASK_FIELDS, values, strict=True))
-    return task
 
 
 # From this many files on, a scan first tries the CLI's own key order (CANONICAL_PATTERN): it
@@ -199,7 +190,7 @@ def _parse_big(big: str, ascii_only: bool, members: list[int], pending: list[int
             if verify_only and (not lblock or "verify:" not in lblock.lower()):
                 # No label can read as verify: in any case (the raw text of a label holds the
                 # label's own letters, so lower() finds every one that could).
-                slots[idx] = (task_id, folder, directory, names[idx], datas[idx])
+                slots[idx] = _Unlisted(task_id, folder, directory, names[idx], datas[idx])
                 continue
             if raw_title:
                 title = scalar(raw_title)
@@ -214,8 +205,8 @@ def _parse_big(big: str, ascii_only: bool, members: list[int], pending: list[int
                 tuple([scalar(line[4:]) for line in lblock.split("\n")[:-1]]) if lblock else ())
             cmd_lines = tuple(verify_cmd_lines(body)) if "verify-cmd" in body else ()
             verify = tuple([lab for lab in labels if lab.startswith("verify:")]) if labels else ()
-            slots[idx] = _new_task(child(names[idx]), folder, task_id, title, status, labels,
-                                   verify, cmd_lines, datas[idx])
+            slots[idx] = Task(child(names[idx]), folder, task_id, title, status, labels, verify,
+                              cmd_lines, datas[idx])
         todo = retry
     out = [entry for entry in slots if entry is not None]
     for i in pending + sorted(failed + todo):
@@ -296,7 +287,7 @@ def scan(root: Path, *, verify_only: bool = False) -> Scan:
         finally:
             os.close(dir_fd)
         entries.extend(_parse_many(directory, names, datas, folder, errors, verify_only))
-    ids = [e[0] if isinstance(e, tuple) else e.id for e in entries]
+    ids = [entry.id for entry in entries]
     keys: list[object] | None = None
     clashing: set[object] = set()
     if may_clash(ids):  # compare them all as the CLI does
@@ -311,10 +302,10 @@ def scan(root: Path, *, verify_only: bool = False) -> Scan:
             others = ", ".join(str(_path(e).relative_to(root)) for k, e in zip(keys, entries,
                                                                                strict=True)
                                if k == keys[n] and e is not entry)
-            errors.append(TaskFileError(_path(entry), line_of(_raw(entry), "id"),
+            errors.append(TaskFileError(_path(entry), line_of(entry.raw, "id"),
                                         f"ambiguous id {ids[n]}: also in {others}"))
             continue
-        if isinstance(entry, tuple) or (verify_only and not has_verify_label(entry)):
+        if isinstance(entry, _Unlisted) or (verify_only and not has_verify_label(entry)):
             continue
         key = keys[n] if keys is not None else id_key(entry.id)
         if type(key) is tuple:
@@ -341,11 +332,7 @@ def may_clash(ids: list[str]) -> bool:
 
 
 def _path(entry: Task | _Unlisted) -> Path:
-    return entry[2] / entry[3] if isinstance(entry, tuple) else entry.path
-
-
-def _raw(entry: Task | _Unlisted) -> bytes:
-    return entry[4] if isinstance(entry, tuple) else entry.raw
+    return entry.directory / entry.name if isinstance(entry, _Unlisted) else entry.path
 
 
 def write_task(path: Path, data: bytes) -> None:

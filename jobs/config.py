@@ -7,20 +7,15 @@ import os
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
 from datetime import tzinfo
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from jobs.config_fast import read_simple
 from jobs.errors import ConfigError
 
-# `typing` and PyYAML are for the type checker only here (which reads any `if TYPE_CHECKING:`
-# as true): importing them costs every command's start-up.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
+if TYPE_CHECKING:  # PyYAML is imported only for a file outside config_fast's shapes
     import yaml
 
 DEFAULT_TIMEOUT = 30 * 60.0
@@ -42,15 +37,15 @@ REPO_KEYS = {"path", "branch", "timeout"}
 # The databases the ledger is built and tested on (SQLAlchemy dialect names).
 LEDGER_DIALECTS = ("sqlite", "postgresql")
 
-@dataclass(frozen=True)
-class RepoConfig:
+# Records are typed NamedTuples rather than dataclasses: importing `dataclasses` (and `inspect`
+# with it) and building each class cost `list` more start-up time than all else it imports.
+class RepoConfig(NamedTuple):
     path: Path
     branch: str = DEFAULT_BRANCH
     timeout: float | None = None
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     source: Path | None
     repos: tuple[RepoConfig, ...]
     timeout: float
@@ -384,8 +379,8 @@ def with_repos(config: Config, paths: Sequence[str | Path]) -> Config:
         if not is_work_tree_root(p):
             raise ConfigError("command line", "--repo", str(raw), "not a git work tree")
         known = next((r for r in config.repos if r.path == p.resolve()), None)
-        repos.append(replace(known, path=p.resolve()) if known else RepoConfig(p.resolve()))
-    return replace(config, repos=tuple(repos))
+        repos.append(known._replace(path=p.resolve()) if known else RepoConfig(p.resolve()))
+    return config._replace(repos=tuple(repos))
 
 
 def with_timeout(config: Config, value: str | None) -> Config:
@@ -396,5 +391,5 @@ def with_timeout(config: Config, value: str | None) -> Config:
         seconds = parse_duration(value)
     except ValueError:
         raise ConfigError("command line", "--timeout", value, "bad duration") from None
-    return replace(config, timeout=seconds,
-                   repos=tuple(replace(r, timeout=None) for r in config.repos))
+    return config._replace(timeout=seconds,
+                           repos=tuple(r._replace(timeout=None) for r in config.repos))

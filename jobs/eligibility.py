@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import date, datetime, tzinfo
 from functools import lru_cache
+from typing import NamedTuple
 
 from jobs.task import BacklogConfig, Task
 
@@ -25,8 +25,8 @@ def today_in(zone: tzinfo) -> date:
     return datetime.now(zone).date()
 
 
-@dataclass(frozen=True)
-class Classified:
+# A NamedTuple rather than a dataclass, as in jobs.task: it keeps `dataclasses` off `list`'s path.
+class Classified(NamedTuple):
     task: Task
     state: str
     reason: str | None = None

@@ -12,14 +12,9 @@ else falls back to PyYAML, which also words the errors. PyYAML is imported on fi
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from jobs.frontmatter_fast import fast_frontmatter
-
-# `typing` is for the type checker only (which reads any `if TYPE_CHECKING:` as true): importing
-# it costs every command's start-up.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
 
 # Frontmatter as the CLI finds it (optional BOM; the closing fence must end its line).
 FRONTMATTER_RE = re.compile(r"^\ufeff?---\r?\n(.*?)\r?\n---(\r?\n|$)", re.DOTALL)

@@ -11,12 +11,7 @@ against PyYAML (corpora, fixtures, generated text).
 from __future__ import annotations
 
 import re
-
-# `typing` is for the type checker only (which reads any `if TYPE_CHECKING:` as true): importing
-# it costs every command's start-up.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
+from typing import Any
 
 # --------------------------------------------------------------------------- the fast readers
 # The simple YAML subset the CLI writes (see the module docstring), as regular expressions.

@@ -9,10 +9,8 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
-# For the type checker only (which reads any `if TYPE_CHECKING:` as true): importing typing
-# costs every command's start-up.
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from jobs.ledger import Attempt
 

@@ -11,8 +11,8 @@ import errno
 import os
 import re
 import stat
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from jobs.errors import InputError, LoopError
 from jobs.frontmatter import (
@@ -50,8 +50,9 @@ def _canonical(status: str) -> str:
     return re.sub(r"\s+", "", status).lower()
 
 
-@dataclass(frozen=True)
-class BacklogConfig:
+# Records are typed NamedTuples rather than dataclasses: importing `dataclasses` (and `inspect`
+# with it) and building each class cost `list` more start-up time than all else it imports.
+class BacklogConfig(NamedTuple):
     statuses: tuple[str, ...] = DEFAULT_STATUSES
     default_status: str | None = "To Do"
     task_prefix: str = "task"
@@ -75,8 +76,7 @@ class BacklogConfig:
         return status.strip().lower() == self.done_status.strip().lower()
 
 
-@dataclass(frozen=True)
-class Task:
+class Task(NamedTuple):
     path: Path
     folder: str
     id: str
@@ -88,12 +88,7 @@ class Task:
     raw: bytes
 
 
-TASK_FIELDS = ("path", "folder", "id", "title", "status", "labels", "verify_labels",
-                "verify_cmd_lines", "raw")
-
-
-@dataclass(frozen=True)
-class TaskFileError:
+class TaskFileError(NamedTuple):
     path: Path
     line: int | None
     message: str
@@ -103,8 +98,7 @@ class TaskFileError:
         return f"{where}: {self.message}"
 
 
-@dataclass(frozen=True)
-class Scan:
+class Scan(NamedTuple):
     root: Path
     config: BacklogConfig
     tasks: tuple[Task, ...]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+from typing import TYPE_CHECKING, Any
 
 from jobs import backlog, eligibility, errors
 from jobs.commands.common import check_log_file, no_repos_hint, parse_date
@@ -16,12 +17,8 @@ from jobs.config import load_config, with_repos
 from jobs.errors import EXIT_OK, EXIT_UNCHECKED, UsageError
 from jobs.output import emit, one_line, repo_names
 
-# `typing` is for the type checker only (which reads any `if TYPE_CHECKING:` as true): importing
-# it costs every command's start-up.
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from datetime import date
-    from typing import Any
 
     from jobs.config import Config
 
