@@ -37,9 +37,15 @@ def test_review_page_in_chromium(world: ReviewWorld, tmp_path: Path) -> None:
     requests: list[str] = []
     errors: list[str] = []
     with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        # The page does not depend on the time: a clock-moving library preloaded into the test
+        # (scripts/test-any-hour) stays out of Chromium's processes. The bounds are far above
+        # the second or two a page load takes, so a loaded machine cannot trip them.
+        env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "FAKETIME")}
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, env=env,
+                                     timeout=180_000)
         try:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
+            page.set_default_timeout(180_000)
 
             def on_console(msg: Any) -> None:
                 if msg.type in ("error", "warning"):
