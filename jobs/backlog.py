@@ -2,9 +2,12 @@
 
 `scan` reads every task in `backlog/tasks` and `backlog/completed` (not drafts, not archive; the
 CLI's case-sensitive glob `<prefix>-*.md`). Files are read with one open/read/close each
-(`dir_fd`, O_NOFOLLOW, O_NONBLOCK); the decoded files are joined with NULs and one `finditer` of
+(`dir_fd`, O_NOFOLLOW, O_NONBLOCK); the decoded files are joined with NULs and one `findall` of
 `frontmatter_fast.bulk()` validates every frontmatter the CLI wrote (id/title/status first), sending
-every other file through `task.parse_task`. Tests check `scan` against per-file `parse_task`.
+every other file through `task.parse_task` (a big backlog is first matched with
+`frontmatter_fast.canonical()`, the CLI's own key order). Tests check `scan` against per-file
+`parse_task`. `scan(root, verify_only=True)` (what `list` reads) builds a `Task` only for tasks
+with a verify label, yet checks and reports every file as a full scan does.
 
 A file that cannot be read as a task becomes a `TaskFileError` (path, line, reason) and every
 other task is still read; so does a file whose reading fails unexpectedly (the reason names the

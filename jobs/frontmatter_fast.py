@@ -122,8 +122,8 @@ def canonical() -> re.Pattern[str]:
 
 
 def bulk() -> re.Pattern[str]:
-    """The many-files pattern, compiled on first use: it is the costliest to compile (tens of
-    milliseconds), and `list` on an empty backlog, `--help` or `history` never need it."""
+    """The many-files pattern, compiled on first use: it costs milliseconds to compile, and
+    `list` on an empty backlog, `--help` or `history` never need it."""
     global _bulk
     if _bulk is None:
         _bulk = re.compile(BULK_PATTERN)
