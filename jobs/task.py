@@ -175,6 +175,7 @@ def line_of(data: bytes, key: str) -> int | None:
 # A body line starting with `verify-cmd` once leading spaces and one `- ` marker are gone.
 _CMD_LINE = re.compile(r"^ *(?:- )?(verify-cmd[^\n]*?)\r*$", re.MULTILINE)
 _COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+_OPEN_AT_EOL = re.compile(r"<!--(?:(?!-->)[^\n])*+\n")  # a comment still open at its line's end
 
 
 def verify_cmd_lines(text: str, start: int = 0, end: int | None = None) -> list[str]:
@@ -183,7 +184,9 @@ def verify_cmd_lines(text: str, start: int = 0, end: int | None = None) -> list[
     Backlog.md section markers are comments of one line and hide nothing."""
     stop = len(text) if end is None else end
     found = _CMD_LINE.finditer(text, start, stop)
-    if text.find("<!--", start, stop) < 0:
+    if text.find("<!--", start, stop) < 0 or _OPEN_AT_EOL.search(text, start, stop) is None:
+        # No comment runs past the end of its line: then none can hide a line that starts
+        # with `verify-cmd` (a comment that starts a line makes it no such line).
         return [m.group(1) for m in found]
     body = text[start:stop]
     hidden = [(start + c.start(), start + c.end()) for c in _COMMENT.finditer(body)]

@@ -8,6 +8,7 @@ the real corpora (where the fast path must cover nearly every file, or the scan 
 
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from jobs.backlog import (
     scan,
     split_frontmatter,
 )
+from jobs.task import verify_cmd_lines
 
 FIXTURES = Path(__file__).resolve().parent.parent / "backlog-fixtures"
 CORPORA = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora" / "backlog"
@@ -413,3 +415,21 @@ def test_scan_in_the_cli_key_order(files: list[tuple[list[str], bool, list[str],
             text = f"---\nid: TASK-{n}\ntitle: T {n}\nstatus: Done\n{fm}{extra}---\nbody\n"
             (root / "backlog" / "tasks" / f"task-{n} - x.md").write_text(text)
         assert_scan_matches_per_file(root)
+
+
+def _cmd_lines_by_comment_spans(body: str) -> list[str]:
+    """The rule spelled out: every match of the line pattern not inside a comment's span."""
+    spans = [(c.start(), c.end()) for c in re.finditer(r"<!--.*?(?:-->|\Z)", body, re.DOTALL)]
+    return [m.group(1) for m in re.finditer(r"^ *(?:- )?(verify-cmd[^\n]*?)\r*$", body,
+                                            re.MULTILINE)
+            if not any(lo <= m.start() < hi for lo, hi in spans)]
+
+
+@settings(max_examples=examples(1500), deadline=None)
+@given(body=st.lists(st.sampled_from(["<!--", "-->", "\n", "verify-cmd: just verify-a", " ",
+                                      "- ", "x", "<!-- SECTION:NOTES:BEGIN -->", "\r", "->"]),
+                     max_size=14).map("".join))
+def test_verify_cmd_lines_leave_out_only_what_comments_hide(body: str) -> None:
+    assert verify_cmd_lines(body) == _cmd_lines_by_comment_spans(body), body
+    text = "---\nid: T-1\n---\n" + body
+    assert verify_cmd_lines(text, 15, len(text)) == _cmd_lines_by_comment_spans(body), body
