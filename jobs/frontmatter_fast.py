@@ -93,12 +93,18 @@ _CLI_KEY_ORDER = ("assignee", "reporter", "created_date", "updated_date", "due_d
                   "parent_task_id", "subtasks", "priority", "type", "ordinal", "onStatusChange")
 
 
+# The values of keys other than labels are only checked, never read: a narrower scalar (printable
+# ASCII quoted, or a word of letters, digits and `_./-`: text every YAML reader agrees on) keeps
+# seventeen copies cheap to compile; a file with another value goes to the general pattern.
+_CLI_WORD = r"(?:'(?:[ -&(-~]++|'')*+'|[A-Za-z0-9][A-Za-z0-9_./-]*+)"
+
+
 def _cli_key(key: str) -> str:
     if key == "labels":
         return rf"(?:labels: \[\]\n|labels:\n(?P<lblock>(?:  - {_CLI_SCALAR}\n)++))?+"
     if key in _CLI_LIST_KEYS:
-        return rf"(?:{key}(?:: \[\]\n|:\n(?:  - {_CLI_SCALAR}\n)++))?+"
-    return rf"(?:{key}(?:: {_CLI_SCALAR}\n|: >-\n{_CLI_FOLD}))?+"
+        return rf"(?:{key}(?:: \[\]\n|:\n(?:  - {_CLI_WORD}\n)++))?+"
+    return rf"(?:{key}: {_CLI_WORD}\n)?+"
 
 
 CANONICAL_PATTERN = (

@@ -393,7 +393,8 @@ CLI_ORDER = ["assignee", "reporter", "created_date", "updated_date", "due_date",
              "parent_task_id", "subtasks", "priority", "type", "ordinal", "onStatusChange"]
 CLI_VALUE = st.sampled_from([" []", " 'a: b'", " x", ":\n  - a\n  - 'verify:2026-01-01'",
                              " >-\n  long\n  folded", ":", " ''", ":\n  - >-\n    f", " [a]",
-                             " 'it''s'", " @me", ":\n - a", " ~"])
+                             " 'it''s'", " @me", ":\n - a", " ~", " a b", " '\u00e9'",
+                             ":\n  - a b", " 2026-11-01", " -x"])
 
 
 @settings(max_examples=examples(300), deadline=None)
