@@ -65,9 +65,10 @@ def _loader() -> Any:
     return _loader_class
 
 
-_AT_SCALAR_RE = re.compile(r"^((?:assignee|reporter)[ \t]*:[ \t]*)(@[^\r\n]*?)([ \t]*\r?)$")
-_AT_FLOW_RE = re.compile(r"^((?:assignee|reporter)[ \t]*:[ \t]*\[)(.*)(\][ \t]*\r?)$")
-_AT_ITEM_RE = re.compile(r"^([ \t]*-[ \t]+)(@[^\r\n]*?)([ \t]*\r?)$")
+# Compiled on first use (re's own cache keeps them): only a frontmatter with an `@` needs them.
+_AT_SCALAR_RE = r"^((?:assignee|reporter)[ \t]*:[ \t]*)(@[^\r\n]*?)([ \t]*\r?)$"
+_AT_FLOW_RE = r"^((?:assignee|reporter)[ \t]*:[ \t]*\[)(.*)(\][ \t]*\r?)$"
+_AT_ITEM_RE = r"^([ \t]*-[ \t]+)(@[^\r\n]*?)([ \t]*\r?)$"
 
 
 def _dq(value: str) -> str:
@@ -86,17 +87,17 @@ def prequote_at_values(fm: str) -> str:
     for line in fm.split("\n"):
         if line and not line[0].isspace() and not line.startswith("-"):
             in_people = bool(re.match(r"(assignee|reporter)[ \t]*:", line))
-        m = _AT_SCALAR_RE.match(line)
+        m = re.match(_AT_SCALAR_RE, line)
         if m:
             line = m.group(1) + _dq(m.group(2)) + m.group(3)
         else:
-            m = _AT_FLOW_RE.match(line)
+            m = re.match(_AT_FLOW_RE, line)
             if m and "@" in m.group(2):
                 items = [i.strip() for i in m.group(2).split(",")]
                 items = [_dq(i) if i.startswith("@") else i for i in items]
                 line = m.group(1) + ", ".join(items) + m.group(3)
             elif in_people:
-                m = _AT_ITEM_RE.match(line)
+                m = re.match(_AT_ITEM_RE, line)
                 if m:
                     line = m.group(1) + _dq(m.group(2)) + m.group(3)
         out.append(line)

@@ -156,7 +156,7 @@ def _per_file() -> tuple[re.Pattern[str], ...]:
     return _per_file_patterns
 
 
-_FM_ITEM = re.compile(rf"^ *- ({_ITEM}) *\r?$", re.MULTILINE)
+_FM_ITEM = rf"(?m)^ *- ({_ITEM}) *\r?$"  # compiled on first use (re's own cache)
 
 
 def _value(raw: str) -> str | list[str]:
@@ -201,7 +201,7 @@ def fast_frontmatter(fm: str, only: frozenset[str] | None = None) -> dict[str, A
             block = block_at.match(text, at)
             if block is None or text[block.end():block.end() + 1] in (" ", "-"):
                 return None  # an item this reader does not take apart (a folded one, say)
-            out[key] = [scalar(x) for x in _FM_ITEM.findall(block.group(1))] or ""
+            out[key] = [scalar(x) for x in re.findall(_FM_ITEM, block.group(1))] or ""
     return out
 
 

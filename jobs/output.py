@@ -21,7 +21,8 @@ def shown(text: str) -> str:
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-_LINE_BREAKING = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")
+# Compiled on first use (re's own cache keeps it): `list --json` never needs it.
+_LINE_BREAKING = "[\x00-\x1f\x7f\x85\u2028\u2029]"
 
 
 def one_line(text: str) -> str:
@@ -30,7 +31,7 @@ def one_line(text: str) -> str:
     Ids, reasons and paths come from task files; none may start a line of its own, and a file
     name that is not UTF-8 must not make printing fail on a strict UTF-8 stdout.
     """
-    return _LINE_BREAKING.sub(lambda m: repr(m.group())[1:-1], shown(text))
+    return re.sub(_LINE_BREAKING, lambda m: repr(m.group())[1:-1], shown(text))
 
 
 def repo_names(paths: Iterable[str]) -> dict[str, str]:

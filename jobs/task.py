@@ -174,7 +174,7 @@ def line_of(data: bytes, key: str) -> int | None:
 
 # A body line starting with `verify-cmd` once leading spaces and one `- ` marker are gone.
 _CMD_LINE = re.compile(r"^ *(?:- )?(verify-cmd[^\n]*?)\r*$", re.MULTILINE)
-_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+_COMMENT = r"(?s)<!--.*?(?:-->|\Z)"  # rarely needed: compiled on first use (re's cache)
 _OPEN_AT_EOL = re.compile(r"<!--(?:(?!-->)[^\n])*+\n")  # a comment still open at its line's end
 
 
@@ -189,7 +189,7 @@ def verify_cmd_lines(text: str, start: int = 0, end: int | None = None) -> list[
         # with `verify-cmd` (a comment that starts a line makes it no such line).
         return [m.group(1) for m in found]
     body = text[start:stop]
-    hidden = [(start + c.start(), start + c.end()) for c in _COMMENT.finditer(body)]
+    hidden = [(start + c.start(), start + c.end()) for c in re.finditer(_COMMENT, body)]
     return [m.group(1) for m in found
             if not any(lo <= m.start() < hi for lo, hi in hidden)]
 
