@@ -115,15 +115,16 @@ def _parse_many(directory: Path, names: list[str], datas: list[bytes], folder: s
     """
     if not datas:
         return []
-    joined = b"\x00".join([b"", *datas])
-    if joined.count(b"\x00") == len(datas):  # no NUL inside a file
-        try:
-            big = joined.decode("ascii")  # all ASCII (so bytes are characters): decode once
-        except UnicodeDecodeError:
-            pass
-        else:
-            return _parse_big(big, True, list(range(len(datas))), [], directory, names, datas,
-                              folder, errors, verify_only)
+    try:  # all ASCII (so bytes are characters): decode once
+        big = b"\x00".join([b"", *datas]).decode("ascii")
+    except UnicodeDecodeError:
+        pass
+    else:
+        parsed = _parse_big(big, True, list(range(len(datas))), [], directory, names, datas,
+                            folder, errors, verify_only, nul_free=False)
+        if parsed is not None:
+            return parsed
+        # a file holds a NUL (more matches than files): decode and check them one by one
     texts: list[str] = []
     members: list[int] = []  # the files in `big`, in order
     pending: list[int] = []
@@ -139,8 +140,10 @@ def _parse_many(directory: Path, names: list[str], datas: list[bytes], folder: s
         members.append(i)
         texts.append(text)
     big = "\x00" + "\x00".join(texts)
-    return _parse_big(big, big.isascii(), members, pending, directory, names, datas, folder,
-                      errors, verify_only)
+    parsed = _parse_big(big, big.isascii(), members, pending, directory, names, datas, folder,
+                        errors, verify_only)
+    assert parsed is not None  # no file here holds a NUL
+    return parsed
 
 
 # From this many files on, a scan first tries the CLI's own key order (CANONICAL_PATTERN): it
@@ -151,7 +154,11 @@ _CANONICAL_FROM = 500
 
 def _parse_big(big: str, ascii_only: bool, members: list[int], pending: list[int],
                directory: Path, names: list[str], datas: list[bytes], folder: str,
-               errors: list[TaskFileError], verify_only: bool) -> list[Task | _Unlisted]:
+               errors: list[TaskFileError], verify_only: bool,
+               nul_free: bool = True) -> list[Task | _Unlisted] | None:
+    """The tasks and unlisted tasks of the files `members` holds, in file order, then those
+    `parse_task` reads; None when `big` has more files than `members` (a NUL inside a file, which
+    only a caller that has not looked for one, `nul_free=False`, may pass)."""
     keys_of = FM_NAMES.findall
     scalar = _scalar
     nulls = NULLS
@@ -170,8 +177,10 @@ def _parse_big(big: str, ascii_only: bool, members: list[int], pending: list[int
             big = "\x00" + "\x00".join([datas[i].decode("utf-8") for i in todo])
             ascii_only = big.isascii()
         found = pattern.findall(big)  # one match per file in `big`, in order
-        if len(found) != len(todo):  # pragma: no cover - each file follows exactly one NUL
-            found, todo, failed = [], [], failed + todo
+        if len(found) != len(todo):
+            if not nul_free:
+                return None
+            found, todo, failed = [], [], failed + todo  # pragma: no cover - cannot happen
         retry: list[int] = []
         for idx, (fm, raw_id, raw_title, tfold, raw_status, lblock, body) in zip(
                 todo, found, strict=True):

@@ -434,3 +434,20 @@ def test_verify_cmd_lines_leave_out_only_what_comments_hide(body: str) -> None:
     assert verify_cmd_lines(body) == _cmd_lines_by_comment_spans(body), body
     text = "---\nid: T-1\n---\n" + body
     assert verify_cmd_lines(text, 15, len(text)) == _cmd_lines_by_comment_spans(body), body
+
+
+def test_scan_reads_a_backlog_where_a_file_holds_a_nul(tmp_path: Path) -> None:
+    """A NUL inside one file (the scan joins files with NULs) makes it read the files one by one:
+    the same tasks and errors as per file, in every pass."""
+    tasks = tmp_path / "backlog" / "tasks"
+    tasks.mkdir(parents=True)
+    (tmp_path / "backlog" / "config.yml").write_text("task_prefix: task\n")
+    for n in range(4):
+        (tasks / f"task-{n} - x.md").write_text(
+            f"---\nid: TASK-{n}\ntitle: T\nstatus: Done\nlabels:\n  - 'verify:2026-01-01'\n---\n"
+            "verify-cmd: just verify-a\n")
+    (tasks / "task-9 - nul.md").write_bytes(
+        b"---\nid: TASK-9\ntitle: T\nstatus: Done\n---\na\x00b\n")
+    (tasks / "task-8 - nul-fm.md").write_bytes(b"---\nid: TASK-8\ntitle: \x00\nstatus: Done\n---\n")
+    assert_scan_matches_per_file(tmp_path)
+    assert {t.id for t in scan(tmp_path).tasks} >= {"TASK-0", "TASK-3"}
