@@ -317,7 +317,8 @@ def scan(root: Path, *, verify_only: bool = False) -> Scan:
             errors.append(TaskFileError(_path(entry), line_of(entry.raw, "id"),
                                         f"ambiguous id {ids[n]}: also in {others}"))
             continue
-        if isinstance(entry, _Unlisted) or (verify_only and not has_verify_label(entry)):
+        if isinstance(entry, _Unlisted) or (verify_only and not entry.verify_labels
+                                             and not has_verify_label(entry)):
             continue
         key = keys[n] if keys is not None else id_key(entry.id)
         if type(key) is tuple:
@@ -329,18 +330,23 @@ def scan(root: Path, *, verify_only: bool = False) -> Scan:
     return Scan(root=root, config=config, tasks=tuple(t for _, t in kept), errors=tuple(errors))
 
 
-_LEADING_ZERO = re.compile(r"[-.]0[0-9]")
+# Zeros that lead a number in an id (TASK-007, zero_padded_ids in the CLI's config).
+_LEADING_ZEROS = re.compile(r"(?<=[-.])0+(?=[0-9])")
 
 
 def may_clash(ids: list[str]) -> bool:
     """Whether two of these ids might name one task (False: `id_key` tells them all apart).
 
-    `id_key` tells ids apart by their upper-case text, or by their prefix and numbers; without
-    a leading zero, equal numbers are equal text. So ids whose upper-case texts all differ and
-    whose numbers have no leading zero are all different tasks, and a scan need not key them.
+    `id_key` tells ids apart by their upper-case text, or by their prefix and numbers; numbers
+    are equal when their digits are, once leading zeros are gone. So ids whose upper-case texts
+    all differ with leading zeros dropped are all different tasks, and a scan need not key them.
     """
-    return len(set(map(str.upper, ids))) != len(ids) or bool(
-        _LEADING_ZERO.search("\n".join(ids)))
+    if len(set(map(str.upper, ids))) != len(ids):
+        return True
+    joined = "\n".join(ids)
+    if _LEADING_ZEROS.search(joined) is None:
+        return False
+    return len(set(_LEADING_ZEROS.sub("", joined.upper()).split("\n"))) != len(ids)
 
 
 def _path(entry: Task | _Unlisted) -> Path:

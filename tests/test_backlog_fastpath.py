@@ -370,7 +370,7 @@ def test_spaces_after_a_fold_are_left_to_yaml(fm: str) -> None:
 
 
 @settings(max_examples=examples(1500), deadline=None)
-@given(ids=st.lists(st.from_regex(r"[A-Za-z\u0131\u0130]{1,3}-[0-9]{1,3}(\.[0-9]{1,2})?|"
+@given(ids=st.lists(st.from_regex(r"[A-Za-z\u0131\u0130]{1,3}-0?[0-9]{1,3}(\.0?[0-9]{1,2})?|"
                                   r"[a-zA-Z\u00df\u0131 -]{1,4}|[0-9]{1,2}", fullmatch=True),
                     max_size=6))
 def test_may_clash_misses_no_ambiguous_pair(ids: list[str]) -> None:
@@ -386,6 +386,9 @@ def test_may_clash_on_known_pairs() -> None:
     assert may_clash(["TASK-1", "TASK-01"])
     assert may_clash(["TASK-1.2", "TASK-1.02"])
     assert not may_clash(["TASK-1", "TASK-10", "BACK-1", "task-1.1"])
+    assert not may_clash(["TASK-001", "TASK-010", "TASK-100", "TASK-001.02"])  # zero-padded
+    assert may_clash(["TASK-001", "task-1"])
+    assert may_clash(["TASK-010", "TASK-10.0", "TASK-10"])
 
 
 CLI_ORDER = ["assignee", "reporter", "created_date", "updated_date", "due_date", "labels",
