@@ -131,9 +131,13 @@ def take(ledger: Ledger, claim: Claim, *, repo: str, ttl: float,
 
     def insert(conn: sa.Connection) -> bool:
         try:
-            # A savepoint, so a refused insert leaves the transaction usable on PostgreSQL.
-            with conn.begin_nested():
+            if conn.dialect.name == "sqlite":
+                # SQLite keeps the transaction usable after a refused insert.
                 conn.execute(_INSERT, values)
+            else:
+                # A savepoint, so a refused insert leaves the transaction usable on PostgreSQL.
+                with conn.begin_nested():
+                    conn.execute(_INSERT, values)
         except IntegrityError:
             return False
         return True
@@ -186,7 +190,8 @@ def _settle(ledger: Ledger, payload: dict[str, Any]) -> None:
 def _apply(conn: sa.Connection, payload: dict[str, Any]) -> None:
     mine = {"c_key": payload["key"], "c_run": payload["run_id"]}
     if payload["op"] == "finish":
-        at = datetime.strptime(payload["at"], "%Y-%m-%dT%H:%M:%SZ")
+        # Written by iso_utc ("...Z"): fromisoformat reads it without strptime's cost.
+        at = naive_utc(datetime.fromisoformat(payload["at"]))
         conn.execute(_FINISH, {**mine, "finished_at": at, "verdict": payload["verdict"]})
     else:
         conn.execute(_RELEASE, mine)

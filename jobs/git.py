@@ -151,8 +151,10 @@ def commit_paths(root: Path, paths: Sequence[str], message: str, *,
     try:
         # Each `git commit` would start `git maintenance run --auto` (a process per verdict);
         # the run asks for it once per repository instead (`auto_maintenance`).
-        _run(root, "commit", "--quiet", "--message", message, "--", *paths,
-             settings=NO_AUTO_MAINTENANCE)
+        # --untracked-files=no: only what git shows about the commit, never what it holds; it
+        # spares git a walk of the work tree for untracked files.
+        _run(root, "commit", "--quiet", "--untracked-files=no", "--message", message, "--",
+             *paths, settings=NO_AUTO_MAINTENANCE)
     except GitError:
         # Leave the index as we found it; the caller restores the files themselves. If even
         # that fails (a stale index.lock, say), the commit's own error is the one to report.
