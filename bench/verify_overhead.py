@@ -87,7 +87,8 @@ def make_repo(base: Path, tasks: int, label: str) -> Path:
             TASK.format(n=n, label=label))
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "setup")
-    git(root, "push", "-q", "origin", "HEAD:main")
+    # Tracking its remote, as a pushed branch does: then git can count how far ahead it is.
+    git(root, "push", "-q", "-u", "origin", "HEAD:main")
     return root
 
 

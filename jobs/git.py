@@ -109,7 +109,10 @@ def operation_in_progress(gdir: Path) -> str | None:
 
 def work_tree_state(root: Path) -> WorkTreeState:
     """Branch and every non-ignored change, in one `git status` process."""
-    out = _run(root, "status", "--porcelain=v2", "--branch", "-z", "--untracked-files=all")
+    # --no-ahead-behind: the branch's distance from its upstream is never read here, and
+    # counting it walks every commit the run made since the last push, once per task.
+    out = _run(root, "status", "--porcelain=v2", "--branch", "--no-ahead-behind", "-z",
+               "--untracked-files=all")
     branch: str | None = None
     changes: list[str] = []
     records = out.split("\0")
