@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Regenerate the Backlog.md fixture repositories with the real `backlog` CLI.
 
-    python backlog-fixtures/generate.py [--out DIR]      (default: this folder)
+    python backlog-fixtures/generate.py [--out DIR] [--only CASE ...]   (default: this folder,
+                                                                        every case)
 
 Writes, under DIR:
 
@@ -227,19 +228,29 @@ def broken(repo: Repo) -> None:
                (head.format(id="TASK-010", title="Padded ten") + "---\n").encode())
 
 
+# Each case: its folder under the output, how it is made, extra `backlog init` arguments.
+CASES: dict[str, tuple[Callable[[Repo], None], tuple[str, ...]]] = {
+    "demo": (demo, ()),
+    "cases/custom-statuses": (custom_statuses, ()),
+    "cases/custom-prefix": (custom_prefix, ("--task-prefix", "ops")),
+    "cases/edge": (edge, ()),
+    "cases/broken": (broken, ()),
+}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=HERE)
+    parser.add_argument("--only", action="append", choices=sorted(CASES), metavar="CASE",
+                        help="make only this case (repeatable); default: every case")
     args = parser.parse_args()
     cli = find_backlog()
     out: Path = args.out.resolve()
     with tempfile.TemporaryDirectory(prefix="backlog-fixtures-") as tmp:
         work = Path(tmp)
-        build(cli, work, out, "demo", demo)
-        build(cli, work, out, "cases/custom-statuses", custom_statuses)
-        build(cli, work, out, "cases/custom-prefix", custom_prefix, "--task-prefix", "ops")
-        build(cli, work, out, "cases/edge", edge)
-        build(cli, work, out, "cases/broken", broken)
+        for name, (make, init_args) in CASES.items():
+            if args.only is None or name in args.only:
+                build(cli, work, out, name, make, *init_args)
     return 0
 
 
