@@ -45,6 +45,7 @@ from jobs.task_doc import (
     Line,
     check_edit,
     fm_dict,
+    frontmatter_of,
     insert_position,
     key_prefix,
     key_spans,
@@ -221,7 +222,7 @@ def remove_label(data: bytes, label: str) -> bytes:
         drop = {i for i, v in block.items if v.lower() == want}
         doc.fm = [line for i, line in enumerate(doc.fm) if i not in drop]
     out = doc.render()
-    check_edit(before, fm_dict(parse_doc(out)),
+    check_edit(before, frontmatter_of(out),
            {"labels": [v for v in labels if v.lower() != want]})
     return out
 
@@ -258,7 +259,7 @@ def add_label(data: bytes, label: str) -> bytes:
         doc.fm.insert(last + 1, Line(f"{m.group(1)}-{m.group(2)}{yaml_scalar(label)}",
                                       doc.fm[last].eol or eol))
     out = doc.render()
-    check_edit(before, fm_dict(parse_doc(out)), {"labels": [*labels, label]})
+    check_edit(before, frontmatter_of(out), {"labels": [*labels, label]})
     return out
 
 
@@ -286,7 +287,7 @@ def set_status(data: bytes, status: str) -> bytes:
         at = insert_position(spans, len(doc.fm), "status")
         doc.fm.insert(at, new)
     out = doc.render()
-    check_edit(before, fm_dict(parse_doc(out)), {"status": status})
+    check_edit(before, frontmatter_of(out), {"status": status})
     return out
 
 
@@ -336,7 +337,7 @@ def set_updated_date(data: bytes, when: datetime, *, insert: bool = False) -> by
         new_value = utc.strftime(CLI_DATE_FORMAT)
         doc.fm.insert(at, Line(f"updated_date: '{new_value}'", doc.fm_eol))
         out = doc.render()
-        check_edit(before, fm_dict(parse_doc(out)), {"updated_date": new_value})
+        check_edit(before, frontmatter_of(out), {"updated_date": new_value})
         return out
     start, end = spans["updated_date"]
     m = _DATE_LINE_RE.match(doc.fm[start].text)
@@ -356,7 +357,7 @@ def set_updated_date(data: bytes, when: datetime, *, insert: bool = False) -> by
     head = m.group(1) if m.group(1)[-1:] in (" ", "\t") else m.group(1) + " "
     doc.fm[start] = Line(head + quote + value + quote + m_tail, doc.fm[start].eol)
     out = doc.render()
-    check_edit(before, fm_dict(parse_doc(out)), {"updated_date": value})
+    check_edit(before, frontmatter_of(out), {"updated_date": value})
     return out
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from jobs.task import TaskEditError
-from jobs.task_doc import Doc, Line, check_edit, fm_dict, parse_doc
+from jobs.task_doc import Doc, Line, check_edit, fm_dict, frontmatter_of, parse_doc
 
 NOTES_BEGIN = "<!-- SECTION:NOTES:BEGIN -->"
 NOTES_END = "<!-- SECTION:NOTES:END -->"
@@ -124,7 +124,7 @@ def append_notes(data: bytes, text: str) -> bytes:
                      Line(NOTES_END, eol)]
             _insert_notes_section(doc, block, eol)
     out = doc.render()
-    check_edit(before, fm_dict(parse_doc(out)), {})
+    check_edit(before, frontmatter_of(out), {})
     return out
 
 
