@@ -45,17 +45,33 @@ def join_lines(lines: Sequence[Line]) -> str:
     return "".join(line.text + line.eol for line in lines)
 
 
-@dataclass
 class Doc:
-    bom: str
-    open_fence: Line
-    fm: list[Line]
-    close_fence: Line
-    body: list[Line]
+    """A task file as fences, frontmatter lines and body lines. The body is split into lines
+    only when an edit looks at it: most edits change the frontmatter alone."""
+
+    def __init__(self, bom: str, open_fence: Line, fm: list[Line], close_fence: Line,
+                 body_text: str) -> None:
+        self.bom = bom
+        self.open_fence = open_fence
+        self.fm = fm
+        self.close_fence = close_fence
+        self._body_text = body_text
+        self._body: list[Line] | None = None
+
+    @property
+    def body(self) -> list[Line]:
+        if self._body is None:
+            self._body = split_lines(self._body_text)
+        return self._body
+
+    @body.setter
+    def body(self, lines: list[Line]) -> None:
+        self._body = lines
 
     def render(self) -> bytes:
+        body = self._body_text if self._body is None else join_lines(self._body)
         text = (self.bom + self.open_fence.text + self.open_fence.eol + join_lines(self.fm)
-                + self.close_fence.text + self.close_fence.eol + join_lines(self.body))
+                + self.close_fence.text + self.close_fence.eol + body)
         return text.encode("utf-8")
 
     @property
@@ -97,8 +113,7 @@ def parse_doc(data: bytes) -> Doc:
     fm = split_lines(text[open_end:fm_end] + sep)
     close_start = fm_end + len(sep)
     close_fence = Line("---", m.group(2))
-    body = split_lines(text[close_start + 3 + len(m.group(2)):])
-    return Doc(bom, open_fence, fm, close_fence, body)
+    return Doc(bom, open_fence, fm, close_fence, text[close_start + 3 + len(m.group(2)):])
 
 
 def frontmatter_of(data: bytes) -> dict[str, Any]:
