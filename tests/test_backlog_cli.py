@@ -1,6 +1,6 @@
 """Interop with the real Backlog.md CLI: our edits are the CLI's edits, byte for byte.
 
-One repository is built with `backlog init` and `backlog task create/edit` (module fixture); each
+One repository is built with `backlog init` and `backlog task create/edit` (once per session); each
 scenario then snapshots a task file, lets the CLI make an edit, makes the same edit with our
 functions on the snapshot (with `when` = the CLI's new updated_date) and compares bytes. The CLI
 then reads our files back (`task view --plain/--json`, `task list --plain/--json`).
@@ -11,6 +11,7 @@ Without `backlog` on PATH these tests fail, unless LOOP_JOBS_NO_BACKLOG_CLI=1.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from collections.abc import Callable
@@ -29,6 +30,7 @@ from jobs.backlog import (
     write_task,
 )
 from jobs.backlog_edit import add_label, append_notes, remove_label, set_status, set_updated_date
+from jobs.fsutil import exclusive_lock
 
 SUMMARY = ("verify-failed 2026-11-30T07:30:12Z: `just verify-disk` exited 1 after 12.4s "
            "(timeout 30m)\nlast lines of output:\n    disk usage 97% > 90%\n    it's \"bad\" "
@@ -111,6 +113,7 @@ SCENARIOS = [
 @dataclass
 class Repo:
     root: Path
+    before: Path  # the repository as it was before the edits under test
     ids: list[str]
     originals: dict[str, bytes]
     cli_results: dict[str, bytes]
@@ -136,11 +139,10 @@ def _list_json(root: Path) -> list[dict[str, object]]:
     return tasks
 
 
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
-    backlog_cli()
-    root = tmp_path_factory.mktemp("cli") / "repo"
-    root.mkdir()
+def _build(root: Path, before: Path) -> dict[str, object]:
+    """The repository, made by the CLI at `root` (with a copy at `before` of how it was before
+    the edits under test); what the tests need to know of it, as JSON."""
+    root.mkdir(parents=True)
     git(root, "init", "-q", "-b", "main")
     run_cli(root, ["init", "X", "--defaults", "--integration-mode", "none"])
     ids = []
@@ -152,13 +154,33 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
         if sc.prepare:
             run_cli(root, ["task", "edit", m.group(1), *sc.prepare])
     list_before = _list_json(root)
-    scan_before = scan(root)
-    originals = {i: _path_of(root, i).read_bytes() for i in ids}
-    cli_results = {}
+    shutil.copytree(root, before, symlinks=True)
     for task_id, sc in zip(ids, SCENARIOS, strict=True):
         run_cli(root, ["task", "edit", task_id, *sc.cli_edit])
-        cli_results[task_id] = _path_of(root, task_id).read_bytes()
-    return Repo(root, ids, originals, cli_results, list_before, scan_before)
+    return {"ids": ids, "list_before": list_before}
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
+    """Built once per test session, whichever pytest-xdist workers run this module: the CLI
+    calls that make it are the most expensive part of the suite. Tests only read it (or copy
+    it first)."""
+    backlog_cli()
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the session's folder, above each worker's own
+    home = shared / "backlog-cli-repo"
+    state = home / "state.json"
+    with exclusive_lock(shared / "backlog-cli-repo.lock", wait=True):
+        if not state.exists():
+            shutil.rmtree(home, ignore_errors=True)  # a build that failed half-way
+            made = _build(home / "repo", home / "before")
+            state.write_text(json.dumps(made))
+    made = json.loads(state.read_text())
+    root, before, ids = home / "repo", home / "before", list(made["ids"])
+    return Repo(root, before, ids, {i: _path_of(before, i).read_bytes() for i in ids},
+                {i: _path_of(root, i).read_bytes() for i in ids}, made["list_before"],
+                scan(before))
 
 
 def _ours(repo: Repo, n: int) -> bytes:
@@ -220,7 +242,7 @@ def test_our_reader_agrees_with_cli_json(repo: Repo) -> None:
             assert task.path == _path_of(root, task.id)
 
     assert len(repo.list_json_before) == len(SCENARIOS)
-    compare(repo.root, repo.scan_before, repo.list_json_before)
+    compare(repo.before, repo.scan_before, repo.list_json_before)
     compare(repo.root, scan(repo.root), _list_json(repo.root))
 
 
