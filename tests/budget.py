@@ -1,8 +1,9 @@
-"""How many examples a property test draws: a third of its full count by default, every one with
-LOOP_JOBS_THOROUGH=1 (`make test-thorough`).
+"""How many examples a property test draws: a quarter of its full count by default, every one
+with LOOP_JOBS_THOROUGH=1 (`make test-thorough`).
 
-The full counts cost a quarter of the suite's CPU time; a third still draws hundreds of cases per
-property each run, and Hypothesis replays any failing example it has seen (.hypothesis/) first.
+The full counts cost a quarter of the suite's CPU time; a quarter still draws hundreds of cases
+per property each run, and Hypothesis replays any failing example it has seen (.hypothesis/)
+first.
 """
 
 from __future__ import annotations
@@ -13,4 +14,4 @@ THOROUGH = os.environ.get("LOOP_JOBS_THOROUGH", "") not in ("", "0")
 
 
 def examples(full: int) -> int:
-    return full if THOROUGH else max(25, full // 3)
+    return full if THOROUGH else max(25, full // 4)
