@@ -62,3 +62,9 @@ def process_logging_state() -> Iterator[None]:
     yield
     inprocess.restore_loggers(saved)
     inprocess.reset_process_globals()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The slowest tests go first: pytest-xdist hands tests out in this order, and a long test
+    # handed out last would keep one worker busy after the others are done.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -200,6 +200,7 @@ def test_our_edit_is_byte_identical_to_the_cli(repo: Repo, n: int) -> None:
     assert ours == repo.cli_results[task_id]
 
 
+@pytest.mark.slow
 def test_cli_reads_our_edits_back(repo: Repo, tmp_path: Path) -> None:
     # Put our own bytes in a copy of the repo (not the CLI's, even though they are equal).
     root = tmp_path / "ours"

@@ -171,6 +171,7 @@ def _files(root: Path) -> list[Path]:
                   if p.is_file() and p.name != "generate.py" and "__pycache__" not in p.parts)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", GENERATED)
 def test_generate_reproduces_the_committed_fixtures(tmp_path: Path, case: str) -> None:
     backlog_cli()

@@ -104,6 +104,7 @@ def check(text: str) -> bool:
     return True
 
 
+@pytest.mark.slow
 @settings(max_examples=examples(1500), deadline=None)
 @given(text=config_text())
 def test_read_simple_agrees_with_pyyaml(text: str) -> None:

@@ -225,6 +225,7 @@ def test_idle_session_timeout_cutting_the_connection(tmp_path: Path, server: PgS
     assert row.commit_sha == repo.head()
 
 
+@pytest.mark.slow
 def test_server_down_at_the_verdict_spools_it_and_a_later_run_writes_it(
         tmp_path: Path, server: PgServer, ledger_url: str) -> None:
     repo, started, go = one_waiting_task(tmp_path, ledger_url)
@@ -263,6 +264,7 @@ def blackhole() -> Iterator[int]:
         yield int(s.getsockname()[1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["closed port", "never answers"])
 def test_an_unreachable_ledger_is_given_up_within_10_seconds(
         tmp_path: Path, kind: str, request: pytest.FixtureRequest,

@@ -29,6 +29,7 @@ if not Path(CHROMIUM).exists():
 world = pytest.fixture(scope="module")(world_fixture)
 
 
+@pytest.mark.slow
 def test_review_page_in_chromium(world: ReviewWorld, tmp_path: Path) -> None:
     page_file = tmp_path / "review.html"
     done = world.review("--out", str(page_file))

@@ -20,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from verify_helpers import ROOT, VerifyRepo, kill_marked, make_verify_repo, start_verify
 
@@ -51,6 +52,7 @@ def passed_commits(repo: VerifyRepo) -> Counter[str]:
                    if s.startswith("loop-verify: ") and " passed " in s)
 
 
+@pytest.mark.slow
 def test_two_concurrent_runs_verify_each_task_once(tmp_path: Path) -> None:
     counter = tmp_path / "counter"
     total = PER_ROUND * len(ROUNDS)
@@ -136,6 +138,7 @@ for n in range(rounds):
 """
 
 
+@pytest.mark.slow
 def test_runs_opening_a_new_ledger_at_the_same_instant(tmp_path: Path) -> None:
     # The first morning several runs start together: all find no table and all create it.
     rounds = 10
