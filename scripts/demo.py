@@ -13,14 +13,19 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rich.console import Console
-from rich.rule import Rule
-
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "backlog-fixtures" / "demo" / "backlog"
 SCRATCH = ROOT / "demo-run"
 BIN = Path(sys.executable).parent
-console = Console(highlight=False, emoji=False, soft_wrap=True)
+# Colour only on a terminal (and not under NO_COLOR): piped or logged, the output stays plain.
+COLOUR = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+STYLES = {"bold": "1", "cyan": "36", "dim": "2", "red": "31"}
+
+
+def say(text: str = "", style: str | None = None) -> None:
+    if style and COLOUR:
+        text = f"\033[{STYLES[style]}m{text}\033[0m"
+    print(text, flush=True)
 
 JUSTFILE = """\
 # Recipes the demo tasks name: two pass, one fails, one hangs past the timeout.
@@ -48,23 +53,23 @@ authority: release-please demo/app
 
 
 def show(title: str) -> None:
-    console.print()
-    console.print(Rule(f"[bold]{title}"))
+    say()
+    say(f"── {title} " + "─" * max(0, 76 - len(title)), "bold")
 
 
 def run(argv: list[str], cwd: Path, *, expect: set[int] | None = None,
         env: dict[str, str] | None = None, quiet: bool = False) -> subprocess.CompletedProcess[str]:
     shown = " ".join(a if " " not in a else repr(a) for a in argv)
-    console.print(f"[cyan]$ {shown}[/cyan]")
+    say(f"$ {shown}", "cyan")
     proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False,
                           env={**os.environ, **(env or {})})
     if not quiet:
         for stream in (proc.stdout, proc.stderr):
             if stream.strip():
-                console.print(stream.rstrip(), markup=False)
-    console.print(f"[dim](exit {proc.returncode})[/dim]")
+                say(stream.rstrip())
+    say(f"(exit {proc.returncode})", "dim")
     if expect is not None and proc.returncode not in expect:
-        console.print(f"[red]demo: expected exit {sorted(expect)}, got {proc.returncode}[/red]")
+        say(f"demo: expected exit {sorted(expect)}, got {proc.returncode}", "red")
         raise SystemExit(1)
     return proc
 
@@ -76,7 +81,7 @@ def git(cwd: Path, *args: str) -> str:
 
 def main() -> int:
     if not FIXTURE.is_dir():
-        console.print(f"[red]demo: {FIXTURE} is missing[/red]")
+        say(f"demo: {FIXTURE} is missing", "red")
         return 1
     shutil.rmtree(SCRATCH, ignore_errors=True)
     SCRATCH.mkdir()
@@ -105,7 +110,7 @@ def main() -> int:
     verify = [str(BIN / "loop-verify")]
     audit = [str(BIN / "loop-pi-audit")]
     cfg = ["--config", str(config)]
-    console.print(f"demo repository: {app}\nbare remote:     {bare}\nconfig:          {config}")
+    say(f"demo repository: {app}\nbare remote:     {bare}\nconfig:          {config}")
 
     show("loop-pi-audit: arm the run (snapshot every ref, tag and release; log pushes)")
     run([*audit, "begin", str(app), "--charter", str(charter), "--run-dir", str(run_dir)], app,
@@ -119,16 +124,17 @@ def main() -> int:
     run([*verify, "run", *cfg, "--today", "2026-11-30"], app, expect={1})
 
     show("what changed: one commit per verdict, backlog/ only, nothing pushed")
-    console.print(git(app, "log", "--stat", "--format=%h %s", "-n", "5").rstrip(), markup=False)
+    say(git(app, "log", "--stat", "--format=%h %s", "-n", "5").rstrip())
     failed = next((app / "backlog" / "tasks").glob("task-2 *.md"))
-    console.print(f"\n[bold]{failed.relative_to(app)}[/bold] after the failure:")
-    console.print(failed.read_text().rstrip(), markup=False)
+    say()
+    say(f"{failed.relative_to(app)} after the failure:", "bold")
+    say(failed.read_text().rstrip())
     if shutil.which("backlog"):
-        console.print("\nThe Backlog.md CLI reads the verdicts back:")
+        say("\nThe Backlog.md CLI reads the verdicts back:")
         run(["backlog", "task", "list", "--plain"], app, expect={0},
             env={"NO_COLOR": "1"})
     ahead = git(app, "rev-list", "--count", "origin/main..main").strip()
-    console.print(f"\ncommits not on the remote: {ahead} (loop-verify never pushes)")
+    say(f"\ncommits not on the remote: {ahead} (loop-verify never pushes)")
 
     show("loop-verify history: the ledger")
     run([*verify, "history", *cfg], app, expect={0})
@@ -153,13 +159,13 @@ def main() -> int:
         app, expect={0})
     page = review.read_text(encoding="utf-8")
     if "verify-backup" not in page or "UNGRANTED" not in page:
-        console.print("[red]demo: the review misses the failed verification or the audit[/red]")
+        say("demo: the review misses the failed verification or the audit", "red")
         return 1
 
     show("done")
-    console.print(f"The review of these runs: {review} (open it in a browser; no network "
-                  f"needed)\n            and as Markdown: {SCRATCH / 'review.md'}")
-    console.print(f"Everything is in {SCRATCH}; run `make demo` again to start afresh.")
+    say(f"The review of these runs: {review} (open it in a browser; no network "
+        f"needed)\n            and as Markdown: {SCRATCH / 'review.md'}")
+    say(f"Everything is in {SCRATCH}; run `make demo` again to start afresh.")
     return 0
 
 

@@ -157,3 +157,15 @@ def test_the_lean_parser_answers_as_the_full_one(
         return result, out.out, out.err
 
     assert outcome(lean_parser(argv)) == outcome(build_parser())
+
+
+def test_the_demo_script_needs_nothing_the_install_lacks() -> None:
+    # `make demo` runs scripts/demo.py in the project's virtualenv: everything it imports must be
+    # installed there (it once imported rich after rich left the dependencies).
+    demo = str(ROOT / "scripts" / "demo.py")
+    probe = ("import importlib.util; "
+             f"spec = importlib.util.spec_from_file_location('demo', {demo!r}); "
+             "spec.loader.exec_module(importlib.util.module_from_spec(spec))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stderr
