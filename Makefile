@@ -57,14 +57,11 @@ browser:
 	  && apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } \
 	  || echo "chromium not installed: tests/test_review_browser.py will be skipped"
 
-# ruff and mypy use one core for ~10 s, while the tests leave some core time idle (they wait on
+# ruff and mypy use one core for ~13 s, while the tests leave some core time idle (they wait on
 # recipes, servers and timeouts): the checks run beside the tests, their output printed whole
-# when they end, and `make test` fails if either part does. One collection first compiles the
-# checkout and rewrites the test modules' asserts once, into __pycache__, where each worker
-# would otherwise do it again on a fresh clone (its errors are left to the real run to report).
+# when they end, and `make test` fails if either part does.
 test: setup browser
 	@$(MAKE) --no-print-directory --output-sync=target -j2 lint typecheck & checks=$$!; \
-	  $(BIN)/pytest -q --collect-only -p no:cacheprovider >/dev/null 2>&1; \
 	  $(BIN)/pytest -q -n $(PYTEST_WORKERS); tests=$$?; \
 	  wait $$checks; checks=$$?; \
 	  if [ $$checks -ne 0 ]; then echo "make test: ruff or mypy failed (see above)"; fi; \
