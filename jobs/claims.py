@@ -240,33 +240,21 @@ class RepoClaims:
     def settle(self, claim: Claim | None, result: Attempt | None) -> None:
         """A committed verdict finishes the claim; anything else lets any machine try again."""
         if claim is not None:
-            _settle(self.ledger, settlement(claim, result))
+            settle(self.ledger, claim, result)
 
 
 def settlement(claim: Claim, result: Attempt | None) -> dict[str, Any]:
-    """What settles the claim after `result`: finished by a committed verdict, else released."""
+    """What settles the claim after `result`: finished when its verdict reached the task (nobody
+    verifies this key again), else released (the task was not judged: any machine may try)."""
     if result is not None and result.edit_state == "committed":
-        return _finishing(claim, result.verdict)
-    return _releasing(claim)
-
-
-def _finishing(claim: Claim, verdict: str) -> dict[str, Any]:
-    return {"op": "finish", "key": claim.key, "run_id": claim.run_id, "verdict": verdict,
-            "at": iso_utc(datetime.now(UTC))}
-
-
-def _releasing(claim: Claim) -> dict[str, Any]:
+        return {"op": "finish", "key": claim.key, "run_id": claim.run_id,
+                "verdict": result.verdict, "at": iso_utc(datetime.now(UTC))}
     return {"op": "release", "key": claim.key, "run_id": claim.run_id}
 
 
-def finish(ledger: Ledger, claim: Claim, verdict: str) -> None:
-    """The verdict reached the task (or its pending edit): nobody verifies this key again."""
-    _settle(ledger, _finishing(claim, verdict))
-
-
-def release(ledger: Ledger, claim: Claim) -> None:
-    """The task was not judged (an error, an interruption, drift): any machine may try again."""
-    _settle(ledger, _releasing(claim))
+def settle(ledger: Ledger, claim: Claim, result: Attempt | None) -> None:
+    """Settle the claim after `result` in a transaction of its own (spooled when unreachable)."""
+    _settle(ledger, settlement(claim, result))
 
 
 def save_settled(ledger: Ledger, result: Attempt, claim: Claim | None) -> None:

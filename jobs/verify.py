@@ -164,7 +164,7 @@ class _RepoRun:
         attempt's `claim`, settle that in the same ledger transaction."""
         storable(result)
         if self.ledger is not None:
-            claims.save_settled(self.ledger, result, claim if self.claims is not None else None)
+            claims.save_settled(self.ledger, result, claim)
         self.summary.results.append(result)
         event = EVENTS[Verdict(result.verdict)]
         if self.summary.dry_run:

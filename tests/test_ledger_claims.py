@@ -107,11 +107,11 @@ def test_a_claim_is_taken_once_and_held_until_finished_released_or_expired(
         assert held.reason == "claimed by alpha at 2026-11-30T07:30:00Z"
 
         # Released (the task was never judged): the other machine may run it.
-        claims.release(alpha, claim("alpha", "a1"))
+        claims.settle(alpha, claim("alpha", "a1"), None)
         assert claims.take(beta, claim("beta", "b1"), repo="/b/app", ttl=60,
                            now=DAY + timedelta(seconds=40)) is None
         # Finished (the verdict reached the task): nobody runs it again, however late.
-        claims.finish(beta, claim("beta", "b1"), "pass")
+        claims.settle(beta, claim("beta", "b1"), attempt("pass", edit_state="committed"))
         held = claims.take(alpha, claim("alpha", "a2"), repo="/a/app", ttl=60,
                            now=DAY + timedelta(days=3))
         assert held is not None and held.machine == "beta" and held.finished
