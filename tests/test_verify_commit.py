@@ -359,3 +359,15 @@ def test_git_auto_maintenance_runs_once_per_repository_not_once_per_verdict(
     assert len([argv for argv in started if "maintenance" in argv]) == 1
     verdicts = [s for s in repo.subjects() if s.startswith("loop-verify: ")]
     assert len(verdicts) == 3 and all(" passed " in s for s in verdicts), verdicts
+
+
+def test_failed_auto_maintenance_is_logged_and_changes_no_verdict(tmp_path: Path) -> None:
+    # A setting only `git maintenance` reads, and rejects: the verdict commits still go through.
+    repo = make_verify_repo(tmp_path, tasks=[1, 2])
+    repo.git("config", "maintenance.gc.enabled", "notabool")
+    done = repo.run("run", *TODAY)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [line.split()[0] for line in done.stdout.splitlines()] == ["pass", "pass"]
+    assert repo.status() == ""
+    failed = [e for e in repo.log_events() if e["event"] == "repo.maintenance_failed"]
+    assert len(failed) == 1 and "notabool" in failed[0]["reason"]
