@@ -273,40 +273,6 @@ class CommitFacts:
     signing: bool = False                        # commit.gpgsign is set
     signing_error: str | None = None             # why a signed commit fails, when it does
     ignored: tuple[tuple[str, str], ...] = ()    # (path, "file:line:pattern" ignoring it)
-    # Whether a hook may run during a commit here: only then can one add paths to it or change
-    # the tree around it, so only then is each verdict commit checked afterwards (two processes).
-    hooks: bool = True
-
-
-_TRUE = {"true", "yes", "on"}
-
-
-def _config_bool(value: str | None) -> bool:
-    """git's reading of a boolean: a key with no value is true, so is a non-zero number."""
-    if value is None:
-        return True
-    text = value.strip().lower()
-    if text.lstrip("-").isdigit():
-        return int(text) != 0
-    return text in _TRUE
-
-
-def _hooks_present(root: Path, common: Path, hooks_path: str | None, config_hooks: bool) -> bool:
-    """Any hook git could run here: an executable in the hooks folder (samples aside), or a hook
-    defined in the configuration (newer git versions)."""
-    if config_hooks:
-        return True
-    if hooks_path is None:
-        folder = common / "hooks"
-    else:
-        # Relative to where hooks run (the work tree's top); `~/` is the user's home, as in git.
-        folder = Path(hooks_path).expanduser() if hooks_path.startswith("~") else root / hooks_path
-    try:
-        entries = list(folder.iterdir())
-    except OSError:
-        return False
-    return any(e.is_file() and not e.name.endswith(".sample") and os.access(e, os.X_OK)
-               for e in entries)
 
 
 def commit_facts(root: Path, branch: str, paths: Sequence[str]) -> CommitFacts:
@@ -320,19 +286,8 @@ def commit_facts(root: Path, branch: str, paths: Sequence[str]) -> CommitFacts:
         common = (gdir / (gdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
     locks = tuple(p for p in (gdir / "index.lock", common / "refs" / "heads" / f"{branch}.lock")
                   if p.exists())
-    # One process for every setting that matters here; the last occurrence of a key wins.
-    settings: dict[str, str | None] = {}
-    config_hooks = False
-    out = _run(root, "config", "-z", "--get-regexp",
-               r"^(commit\.gpgsign|core\.hookspath|hook\..*)$", ok=(0, 1))
-    for record in out.split("\0"):
-        if not record:
-            continue
-        key, newline, value = record.partition("\n")
-        settings[key] = value if newline else None
-        config_hooks = config_hooks or key.startswith("hook.")
-    signing = "commit.gpgsign" in settings and _config_bool(settings["commit.gpgsign"])
-    hooks = _hooks_present(root, common, settings.get("core.hookspath"), config_hooks)
+    signing = _run(root, "config", "--type=bool", "--get", "commit.gpgsign",
+                   ok=(0, 1)).strip() == "true"
     signing_error = None
     if signing:
         try:
@@ -347,7 +302,7 @@ def commit_facts(root: Path, branch: str, paths: Sequence[str]) -> CommitFacts:
         for line in out.splitlines():
             rule, _, path = line.partition("\t")
             ignored.append((path, rule))
-    return CommitFacts(locks, signing, signing_error, tuple(ignored), hooks)
+    return CommitFacts(locks, signing, signing_error, tuple(ignored))
 
 
 def committer_problem(root: Path) -> str | None:

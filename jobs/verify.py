@@ -383,5 +383,4 @@ class _RepoRun:
             return problem
         facts = git.commit_facts(self.root, self.repo.branch, readiness.verdict_paths(
             [(c.task.path.relative_to(self.root), c.task.folder) for c in due]))
-        self.ctx.hooks = facts.hooks
         return readiness.cannot_commit(facts)

@@ -36,9 +36,6 @@ class RepoContext:
     just: str
     recipes: frozenset[str] | None = None   # the justfile's recipes, read once per repository
     justfile: Path | None = None
-    # Whether a commit hook may run here (`git.CommitFacts.hooks`): until the repository's
-    # readiness is known, assume one may, so every commit is checked.
-    hooks: bool = True
     committed: bool = False  # a verdict commit was made: git's auto maintenance is due
     scope: runner.Scope | None = None  # the run's claim on the recipes it starts
 
@@ -259,10 +256,10 @@ def commit_checked(ctx: RepoContext, paths: list[str], message: str,
 
 def check_commit(ctx: RepoContext, head: str, sha: str, paths: list[str]) -> Committed:
     """Keep the verdict commit `sha` (made on `head`) only if it holds exactly `paths`; then
-    look at the tree a commit hook may have changed."""
-    if not ctx.hooks:
-        # Without a hook git commits exactly the paths named, and nothing else runs.
-        return Committed(sha=sha)
+    look at the tree a commit hook may have changed.
+
+    Every commit, hook or not when the run looked: a recipe can install one where no check of
+    the work tree sees it (.git/hooks, core.hooksPath, hook.* settings)."""
     extra = tuple(drift.extra_paths(git.commit_files(ctx.root, sha), paths))
     if extra:
         # The tree was clean before our edit: going back to `head` restores the task file too.
@@ -275,7 +272,7 @@ def check_commit(ctx: RepoContext, head: str, sha: str, paths: list[str]) -> Com
 
 def tree_after_commit(ctx: RepoContext) -> str | None:
     """The repository's error when a commit hook changed the work tree, else None."""
-    return drift.hook_changes(git.work_tree_state(ctx.root)) if ctx.hooks else None
+    return drift.hook_changes(git.work_tree_state(ctx.root))
 
 
 def settle(ctx: RepoContext, result: Attempt, done: Committed, after: bytes) -> None:

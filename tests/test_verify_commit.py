@@ -330,20 +330,62 @@ def test_a_hook_in_core_hookspath_is_checked_for_too(
     assert repo.head() == head and task.read_bytes() == before and repo.status() == ""
 
 
-def test_what_git_says_about_hooks_and_signing_in_one_look(tmp_path: Path) -> None:
+@pytest.mark.parametrize("how", ["a hook file", "core.hooksPath"])
+def test_a_hook_the_recipe_installs_is_checked_for_too(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str) -> None:
+    # No hook when the run looks at the repository; the recipe adds one (outside the work tree,
+    # so no drift): the verdict commit it stages into must still be caught and undone.
+    hooks = tmp_path / "recipe-hooks"
+    hooks.mkdir()
+    body = "#!/bin/sh\necho 2 > VERSION\ngit add VERSION\n"
+    if how == "a hook file":
+        escaped = body.replace("\n", "\\n")  # printf's escapes: one line in the justfile
+        install = (f"printf '{escaped}' > .git/hooks/pre-commit\n"
+                   "    chmod +x .git/hooks/pre-commit")
+    else:
+        (hooks / "pre-commit").write_text(body)
+        (hooks / "pre-commit").chmod(0o755)
+        install = f"git config core.hooksPath {hooks}"
+    repo = make_verify_repo(tmp_path / "app", justfile=f"verify-sneak:\n    {install}\n")
+    (repo.root / "VERSION").write_text("1\n")
+    task = repo.add_task(1, notes="verify-cmd: just verify-sneak")
+    repo.commit_all("task")
+    head, before = repo.head(), task.read_bytes()
+    code, [result] = run_json(repo, capsys)
+    assert code == 3 and result["verdict"] == "error", result
+    assert "VERSION" in result["reason"] and "undone" in result["reason"], result["reason"]
+    assert repo.head() == head and task.read_bytes() == before and repo.status() == ""
+    assert (repo.root / "VERSION").read_text() == "1\n"
+
+
+def test_a_post_commit_hook_the_recipe_installs_is_the_repositorys_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The first recipe installs a hook that changes the tree after each commit: the change is
+    # seen right after the first verdict commit, never blamed on the second recipe as drift.
+    repo = make_verify_repo(tmp_path, justfile=(
+        "verify-sneak:\n    printf '#!/bin/sh\\necho x > stamp.txt\\n' > .git/hooks/post-commit\n"
+        "    chmod +x .git/hooks/post-commit\n\nverify-ok:\n    true\n"))
+    repo.add_task(1, notes="verify-cmd: just verify-sneak")
+    second = repo.add_task(2, notes="verify-cmd: just verify-ok")
+    repo.commit_all("tasks")
+    untouched = second.read_bytes()
+    code, results = run_json(repo, capsys)
+    assert code == 3
+    assert [(r["verdict"], r["task_id"]) for r in results] == [
+        ("pass", "TASK-1"), ("error", None), ("skipped", "TASK-2")], results
+    assert results[1]["reason"] == "a commit hook changed the work tree: stamp.txt"
+    assert second.read_bytes() == untouched
+
+
+def test_signing_is_read_as_git_reads_a_boolean(tmp_path: Path) -> None:
     repo = make_verify_repo(tmp_path, tasks=[1])
-    # `git init` leaves only *.sample files: no hook can run.
-    facts = git.commit_facts(repo.root, "main", [])
-    assert facts == git.CommitFacts(hooks=False)
+    assert git.commit_facts(repo.root, "main", []) == git.CommitFacts()
     repo.git("config", "commit.gpgSign", "no")
     assert git.commit_facts(repo.root, "main", []).signing is False
-    hooks = tmp_path / "hooks"
-    hooks.mkdir()
-    (hooks / "post-commit").write_text("#!/bin/sh\n")
-    repo.git("config", "core.hooksPath", "../hooks")   # relative to the work tree's top
-    assert git.commit_facts(repo.root, "main", []).hooks is False   # not executable
-    (hooks / "post-commit").chmod(0o755)
-    assert git.commit_facts(repo.root, "main", []).hooks is True
+    repo.git("config", "commit.gpgSign", "1")
+    repo.git("config", "gpg.program", str(tmp_path / "no-such-gpg"))
+    facts = git.commit_facts(repo.root, "main", [])
+    assert facts.signing is True and facts.signing_error is not None
 
 
 def test_git_auto_maintenance_runs_once_per_repository_not_once_per_verdict(
