@@ -62,21 +62,40 @@ def _env() -> dict[str, str]:
     return {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
 
 
+@dataclass(frozen=True)
+class Finished:
+    """A git process that ended: what it said, and which process it was."""
+
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+    pid: int
+
+
 def _git(root: Path, args: Sequence[str], timeout: float | None = None,
-         settings: Sequence[str] = ()) -> subprocess.CompletedProcess[bytes]:
+         settings: Sequence[str] = ()) -> Finished:
     try:
-        return subprocess.run(["git", *settings, *args], cwd=root, env=_env(),
-                              stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout,
-                              check=False)
-    except subprocess.TimeoutExpired:
-        raise GitError(f"git {args[0]} failed: no answer within {timeout:g} s") from None
+        with subprocess.Popen(["git", *settings, *args], cwd=root, env=_env(),
+                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) as proc:
+            try:
+                out, err = proc.communicate(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+                raise GitError(f"git {args[0]} failed: no answer within {timeout:g} s") from None
     except OSError as exc:
         raise GitError(f"git {args[0]} cannot be started: {exc}") from None
+    return Finished(proc.returncode, out, err, proc.pid)
 
 
 def _run(root: Path, *args: str, ok: tuple[int, ...] = (0,), timeout: float | None = None,
          settings: Sequence[str] = ()) -> str:
-    done = _git(root, args, timeout, settings)
+    return _said(_git(root, args, timeout, settings), args[0], ok)
+
+
+def _said(done: Finished, verb: str, ok: tuple[int, ...] = (0,)) -> str:
+    """What a git process printed, or GitError when it exited otherwise than `ok`."""
     # As the file system names paths: a file name that is not UTF-8 survives the round trip.
     out, err = os.fsdecode(done.stdout), os.fsdecode(done.stderr)
     if done.returncode not in ok:
@@ -84,7 +103,7 @@ def _run(root: Path, *args: str, ok: tuple[int, ...] = (0,), timeout: float | No
         # its hooks say why on stderr or stdout ("nothing to commit"): keep both.
         said = " / ".join(line.strip() for line in (err + "\n" + out).splitlines()
                           if line.strip())
-        raise GitError(f"git {args[0]} failed ({done.returncode}): {said or 'no message'}")
+        raise GitError(f"git {verb} failed ({done.returncode}): {said or 'no message'}")
     return out
 
 
@@ -139,9 +158,18 @@ def work_tree_state(root: Path) -> WorkTreeState:
     return WorkTreeState(branch, tuple(changes))
 
 
+@dataclass(frozen=True)
+class Commit:
+    sha: str
+    # No process at all was started on this machine while `git commit` ran: no hook, filter,
+    # fsmonitor or signing program ran in it (each is a process git starts), so git committed
+    # exactly the paths named and changed nothing in the work tree. False whenever unsure.
+    alone: bool
+
+
 def commit_paths(root: Path, paths: Sequence[str], message: str, *,
-                 new: Sequence[str] = ()) -> str:
-    """Commit exactly `paths` (changed, removed, or added when listed in `new`); return the SHA.
+                 new: Sequence[str] = ()) -> Commit:
+    """Commit exactly `paths` (changed, removed, or added when listed in `new`).
 
     `git commit -- paths` takes the work tree's version of tracked paths itself, so only a file
     git does not know yet (listed in `new`) is added first: one process less per verdict.
@@ -156,15 +184,32 @@ def commit_paths(root: Path, paths: Sequence[str], message: str, *,
         # the run asks for it once per repository instead (`auto_maintenance`).
         # --untracked-files=no: only what git shows about the commit, never what it holds; it
         # spares git a walk of the work tree for untracked files.
-        _run(root, "commit", "--quiet", "--untracked-files=no", "--message", message, "--",
-             *paths, settings=NO_AUTO_MAINTENANCE)
+        done = _git(root, ["commit", "--quiet", "--untracked-files=no", "--message", message,
+                           "--", *paths], settings=NO_AUTO_MAINTENANCE)
+        alone = started_nothing_after(done.pid)
+        _said(done, "commit")
     except GitError:
         # Leave the index as we found it; the caller restores the files themselves. If even
         # that fails (a stale index.lock, say), the commit's own error is the one to report.
         with contextlib.suppress(GitError):
             _run(root, "reset", "--quiet", "--", *paths)
         raise
-    return head_sha(root)
+    return Commit(head_sha(root), alone)
+
+
+# Linux: the last process id handed out in the reader's own PID namespace (ids are handed out in
+# increasing order and a live or unreaped process keeps its own).
+_LAST_PID = Path("/proc/sys/kernel/ns_last_pid")
+
+
+def started_nothing_after(pid: int) -> bool:
+    """True only when no process or thread has been created on this machine (in this PID
+    namespace) since process `pid`, which has ended. Any activity elsewhere, threads included,
+    makes it False; so does a system without the counter (macOS): False is always safe."""
+    try:
+        return int(_LAST_PID.read_bytes()) == pid
+    except (OSError, ValueError):
+        return False
 
 
 NO_AUTO_MAINTENANCE = ("-c", "maintenance.auto=false")

@@ -103,14 +103,14 @@ def recover_pending(ctx: RepoContext, pending: list[Attempt], finish: Finish,
             assert p.commit_message is not None
             head = git.head_sha(root)
             try:
-                sha = git.commit_paths(root, paths, p.commit_message, new=paths[1:])
+                made = git.commit_paths(root, paths, p.commit_message, new=paths[1:])
                 ctx.committed = True
             except git.GitError as exc:
                 # Left pending, as it is: the next run tries again (a stale index.lock, say).
                 finish(ctx.attempt(Verdict.SKIPPED, reason=(
                     f"cannot commit the pending edit of {p.task_id}: {exc}")))
                 return False
-            done = check_commit(ctx, head, sha, paths)
+            done = check_commit(ctx, head, made, paths)
             if done.sha is None:
                 # A hook added paths: the commit was undone, and with it the edit.
                 p.edit_state = "abandoned"

@@ -246,20 +246,24 @@ def commit_checked(ctx: RepoContext, paths: list[str], message: str,
     if head is None:
         head = git.head_sha(ctx.root)
     try:
-        sha = git.commit_paths(ctx.root, paths, message, new=paths[1:])
+        made = git.commit_paths(ctx.root, paths, message, new=paths[1:])
         ctx.committed = True
     except git.GitError as exc:
         restore()
         return Committed(refused=str(exc), hook_changed=tree_after_commit(ctx))
-    return check_commit(ctx, head, sha, paths)
+    return check_commit(ctx, head, made, paths)
 
 
-def check_commit(ctx: RepoContext, head: str, sha: str, paths: list[str]) -> Committed:
-    """Keep the verdict commit `sha` (made on `head`) only if it holds exactly `paths`; then
-    look at the tree a commit hook may have changed.
+def check_commit(ctx: RepoContext, head: str, made: git.Commit, paths: list[str]) -> Committed:
+    """Keep the verdict commit (made on `head`) only if it holds exactly `paths`; then look at
+    the tree a commit hook may have changed.
 
-    Every commit, hook or not when the run looked: a recipe can install one where no check of
-    the work tree sees it (.git/hooks, core.hooksPath, hook.* settings)."""
+    Whether or not the repository had a hook when the run looked: a recipe can install one where
+    no check of the work tree sees it (.git/hooks, core.hooksPath, hook.* settings). Only a
+    commit during which no process at all was started needs neither check (`Commit.alone`)."""
+    if made.alone:
+        return Committed(sha=made.sha)
+    sha = made.sha
     extra = tuple(drift.extra_paths(git.commit_files(ctx.root, sha), paths))
     if extra:
         # The tree was clean before our edit: going back to `head` restores the task file too.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -375,6 +376,51 @@ def test_a_post_commit_hook_the_recipe_installs_is_the_repositorys_error(
         ("pass", "TASK-1"), ("error", None), ("skipped", "TASK-2")], results
     assert results[1]["reason"] == "a commit hook changed the work tree: stamp.txt"
     assert second.read_bytes() == untouched
+
+
+def git_verbs(trace: Path) -> list[str]:
+    """The git command of every git process started, from git's own trace (trace2)."""
+    verbs = []
+    for event in map(json.loads, trace.read_text().splitlines()):
+        if event["event"] == "start":
+            args = event["argv"][1:]
+            while args[0] == "-c":  # `git -c key=value <command>`
+                args = args[2:]
+            verbs.append(args[0])
+    return verbs
+
+
+@pytest.mark.parametrize("alone", [True, False])
+def test_a_verdict_commit_is_checked_unless_nothing_else_started_while_it_ran(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        alone: bool) -> None:
+    repo = make_verify_repo(tmp_path, tasks=[1, 2])
+    monkeypatch.setattr(git, "started_nothing_after", lambda pid: alone)
+    trace = tmp_path / "trace2.jsonl"
+    monkeypatch.setenv("GIT_TRACE2_EVENT", str(trace))
+    code, results = run_json(repo, capsys)
+    assert code == 0 and [r["verdict"] for r in results] == ["pass", "pass"], results
+    verbs = git_verbs(trace)
+    assert verbs.count("commit") == 2
+    # Two commits, each checked (its paths, then the tree) or not at all.
+    assert verbs.count("diff-tree") == (0 if alone else 2)
+    # The readiness check and one per recipe, plus one per commit when checked.
+    assert verbs.count("status") == 3 + (0 if alone else 2)
+
+
+def test_started_nothing_after_is_false_once_another_process_started(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    done = subprocess.Popen(["git", "--version"], stdout=subprocess.DEVNULL)
+    done.wait()
+    subprocess.run(["git", "--version"], capture_output=True, check=True)  # a process after it
+    assert git.started_nothing_after(done.pid) is False
+    # Without the counter (macOS, a /proc that hides it) the answer is always the safe one.
+    monkeypatch.setattr(git, "_LAST_PID", tmp_path / "no-such-file")
+    assert git.started_nothing_after(done.pid) is False
+    counter = tmp_path / "ns_last_pid"
+    counter.write_text(f"{done.pid}\n")
+    monkeypatch.setattr(git, "_LAST_PID", counter)
+    assert git.started_nothing_after(done.pid) is True
 
 
 def test_signing_is_read_as_git_reads_a_boolean(tmp_path: Path) -> None:
