@@ -19,7 +19,8 @@ The model and one-file reading live in `jobs.task`, the YAML reading in `jobs.fr
 edits in `jobs.backlog_edit`; the names most callers need are re-exported here.
 """
 
-from __future__ import annotations
+# Annotations are evaluated here (no `from __future__ import annotations`): a NamedTuple
+# would otherwise compile each field's annotation text on every start-up.
 
 import os
 import re

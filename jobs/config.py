@@ -1,6 +1,7 @@
 """The loop-verify configuration file: where it is, what it may hold, and its validation."""
 
-from __future__ import annotations
+# Annotations are evaluated here (no `from __future__ import annotations`): a NamedTuple
+# would otherwise compile each field's annotation text on every start-up.
 
 import math
 import os
@@ -210,7 +211,7 @@ def _read_yaml(path: Path, text: str) -> tuple[Any, dict[str, int], str | None]:
     return data, _key_lines(node), _plain_text(node, "schedule")
 
 
-def _plain_text(node: yaml.Node | None, key: str) -> str | None:
+def _plain_text(node: "yaml.Node | None", key: str) -> str | None:
     """The text of a top-level unquoted scalar, exactly as written in the file."""
     import yaml
 
@@ -222,7 +223,7 @@ def _plain_text(node: yaml.Node | None, key: str) -> str | None:
     return None
 
 
-def _key_lines(node: yaml.Node | None) -> dict[str, int]:
+def _key_lines(node: "yaml.Node | None") -> dict[str, int]:
     """1-based line of every top-level key and of each `repos` item's keys (`repos[0].path`)."""
     import yaml
 

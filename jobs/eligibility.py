@@ -1,6 +1,7 @@
 """Which tasks are due, waiting, refused or not done: the SPEC's eligibility rules as pure code."""
 
-from __future__ import annotations
+# Annotations are evaluated here (no `from __future__ import annotations`): a NamedTuple
+# would otherwise compile each field's annotation text on every start-up.
 
 import re
 from datetime import date, datetime, tzinfo

@@ -5,7 +5,8 @@ the default status and the task prefix come from `backlog/config.yml`, as the CL
 them. A file that cannot be read as a task raises `TaskParseError` (path, line, reason).
 """
 
-from __future__ import annotations
+# Annotations are evaluated here (no `from __future__ import annotations`): a NamedTuple
+# would otherwise compile each field's annotation text on every start-up.
 
 import errno
 import os
