@@ -12,6 +12,7 @@ import hashlib
 import os
 import re
 import subprocess
+import tempfile
 from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -74,19 +75,25 @@ class Finished:
 
 def _git(root: Path, args: Sequence[str], timeout: float | None = None,
          settings: Sequence[str] = ()) -> Finished:
+    # Output goes to unlinked files, never pipes: a hook, filter or fsmonitor that leaves a
+    # process in the background holding git's stdout or stderr would keep a pipe open, and
+    # reading it to the end would wait for that process rather than for git.
     try:
-        with subprocess.Popen(["git", *settings, *args], cwd=root, env=_env(),
-                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE) as proc:
-            try:
-                out, err = proc.communicate(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.communicate()
-                raise GitError(f"git {args[0]} failed: no answer within {timeout:g} s") from None
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            with subprocess.Popen(["git", *settings, *args], cwd=root, env=_env(),
+                                  stdin=subprocess.DEVNULL, stdout=out, stderr=err) as proc:
+                try:
+                    proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+                    raise GitError(
+                        f"git {args[0]} failed: no answer within {timeout:g} s") from None
+            out.seek(0)
+            err.seek(0)
+            return Finished(proc.returncode, out.read(), err.read(), proc.pid)
     except OSError as exc:
         raise GitError(f"git {args[0]} cannot be started: {exc}") from None
-    return Finished(proc.returncode, out, err, proc.pid)
 
 
 def _run(root: Path, *args: str, ok: tuple[int, ...] = (0,), timeout: float | None = None,
