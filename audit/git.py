@@ -215,7 +215,8 @@ def fetch_for_audit(repo: Path | str, url: str, refspecs: list[str],
     upload-pack: the remote's own settings in the clone are never consulted); raises GitFailed."""
     run_git(repo, *hardened_argv("fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
                                  "--no-auto-gc", "--no-recurse-submodules",
-                                 "--upload-pack=git-upload-pack", url, *refspecs),
+                                 # `--`: no URL or refspec is ever read as an option.
+                                 "--upload-pack=git-upload-pack", "--", url, *refspecs),
             timeout=timeout if timeout is not None else remote_timeout())
 
 

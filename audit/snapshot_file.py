@@ -4,11 +4,17 @@ and never a silently thinner snapshot."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from jobs.errors import InputError
+
+# What git prints for an object: full hex, SHA-1 or SHA-256. Anything else in a snapshot file
+# was not written by a snapshot, and a value such as `--upload-pack=CMD` would reach git's
+# argument vector when closeout fetches a tip it lacks.
+_OBJECT_NAME = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 
 
 def load_snapshot(path: Path) -> dict[str, Any]:
@@ -72,6 +78,12 @@ def _check_repo(where: str, entry: Any) -> str | None:
                 if not all(isinstance(k, str) and isinstance(v, str)
                            for k, v in part[label].items()):
                     return f"{where}.remotes[{name!r}].{label} must map strings to strings"
+            problem = _object_names(f"{where}.remotes[{name!r}].refs", part["refs"])
+            if problem is not None:
+                return problem
+            bad = sorted(k for k, v in part["symrefs"].items() if not v.startswith("refs/"))
+            if bad:
+                return f"{where}.remotes[{name!r}].symrefs[{bad[0]!r}] is not a full ref name"
     for label, kind in (("tags", dict), ("releases", list)):
         part = entry.get(label)
         problem = _check_part(f"{where}.{label}", part, {label: kind})
@@ -81,6 +93,10 @@ def _check_repo(where: str, entry: Any) -> str | None:
     if tags["available"] and not all(isinstance(k, str) and isinstance(v, str)
                                      for k, v in tags["tags"].items()):
         return f"{where}.tags.tags must map strings to strings"
+    if tags["available"]:
+        problem = _object_names(f"{where}.tags.tags", tags["tags"])
+        if problem is not None:
+            return problem
     releases = entry["releases"]
     if not isinstance(releases.get("github_repo"), str | None) \
             or not _strings(releases.get("github_repos", [])):
@@ -94,6 +110,13 @@ def _check_repo(where: str, entry: Any) -> str | None:
                     or not isinstance(rel.get("author"), str | None):
                 return (f"{where}.releases.releases[{i}] needs tag_name (string), draft and "
                         "prerelease (booleans) and author (string or null)")
+    return None
+
+
+def _object_names(where: str, refs: Mapping[str, str]) -> str | None:
+    bad = sorted(ref for ref, value in refs.items() if not _OBJECT_NAME.match(value))
+    if bad:
+        return f"{where}[{bad[0]!r}] is not a full hex object name ({refs[bad[0]][:50]!r})"
     return None
 
 

@@ -1,0 +1,74 @@
+"""More of what a run that controls its clone, its run directory and its push log could try.
+
+Each test builds the attack for real (a clone, bare remotes on disk, the snapshot files the run
+directory holds) and each was a false pass, a traceback or worse before its fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from audit_helpers import (
+    commit,
+    git,
+    isolate_git,
+    make_repo_with_remote,
+    run_cli,
+)
+
+from audit.snapshot import take_snapshot
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    isolate_git(monkeypatch, tmp_path)
+
+
+def _snapshots(tmp_path: Path) -> tuple[Path, dict[str, Any], dict[str, Any], str]:
+    """A clone whose main moved by one unlogged commit between two snapshots."""
+    clone, _ = make_repo_with_remote(tmp_path)
+    before = take_snapshot([clone], charter_sha256=None)
+    commit(clone, "src/x.py", "x\n", "more")
+    git(clone, "push", "-q", "origin", "main")
+    after = take_snapshot([clone], charter_sha256=None)
+    return clone, before, after, str(clone.resolve())
+
+
+def _write(path: Path, snap: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(snap))
+    return path
+
+
+# --- snapshot files are input: a value in them never reaches git as an option -----------------
+
+def test_a_ref_value_in_a_snapshot_file_is_an_object_name_never_a_git_option(
+        tmp_path: Path) -> None:
+    """The run directory is the run's to write (its push log lives there). A before-snapshot
+    whose tip is `--upload-pack=CMD` was accepted and handed to `git fetch` as an option: the
+    command ran. It is a malformed snapshot: exit 2, the file named, nothing run."""
+    _, before, after, key = _snapshots(tmp_path)
+    marker = tmp_path / "ran"
+    before["repos"][key]["remotes"]["origin"]["refs"]["refs/heads/main"] = (
+        f"--upload-pack=touch {marker}; git-upload-pack")
+    bad = _write(tmp_path / "before.json", before)
+    done = run_cli("compare", str(bad), str(_write(tmp_path / "after.json", after)))
+    assert not marker.exists()
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith(f"loop-pi-audit: {bad}: not a loop-pi-audit snapshot")
+    assert "refs/heads/main" in done.stderr
+
+
+@pytest.mark.parametrize("part", ["tags", "symref-target"])
+def test_local_tag_values_and_symref_targets_must_be_well_formed_too(
+        tmp_path: Path, part: str) -> None:
+    _, before, after, key = _snapshots(tmp_path)
+    if part == "tags":
+        before["repos"][key]["tags"]["tags"]["refs/tags/v1"] = "v1"
+    else:
+        before["repos"][key]["remotes"]["origin"]["symrefs"]["HEAD"] = "main"
+    bad = _write(tmp_path / "before.json", before)
+    done = run_cli("compare", str(bad), str(_write(tmp_path / "after.json", after)))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith(f"loop-pi-audit: {bad}: not a loop-pi-audit snapshot")
