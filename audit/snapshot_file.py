@@ -110,6 +110,13 @@ def _check_repo(where: str, entry: Any) -> str | None:
                     or not isinstance(rel.get("author"), str | None):
                 return (f"{where}.releases.releases[{i}] needs tag_name (string), draft and "
                         "prerelease (booleans) and author (string or null)")
+            # Optional (the contract's bare form has none), but never a thinner list than
+            # was read: each asset an object with its name.
+            assets = rel.get("assets", [])
+            if assets is not None and not (isinstance(assets, list) and all(
+                    isinstance(a, dict) and isinstance(a.get("name"), str) for a in assets)):
+                return (f"{where}.releases.releases[{i}].assets must be a list of objects, "
+                        "each with a name (string)")
     return None
 
 

@@ -72,3 +72,25 @@ def test_local_tag_values_and_symref_targets_must_be_well_formed_too(
     done = run_cli("compare", str(bad), str(_write(tmp_path / "after.json", after)))
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.startswith(f"loop-pi-audit: {bad}: not a loop-pi-audit snapshot")
+
+
+@pytest.mark.parametrize("assets", [True, 1.5, {"a.tgz": {"name": "a.tgz"}}, ["a.tgz"],
+                                    [{"size": 1}]])
+def test_a_release_with_malformed_assets_is_a_malformed_snapshot(
+        tmp_path: Path, assets: object) -> None:
+    """`assets: true` crashed the judgement (exit 3, "unexpected error"); an object or a list of
+    names was read as no assets at all, so a snapshot could silently hold fewer of them."""
+    _, before, after, key = _snapshots(tmp_path)
+    for snap in (before, after):
+        snap["repos"][key]["releases"] = {
+            "available": True, "github_repo": "acme/widgets", "github_repos": ["acme/widgets"],
+            "releases": [{"tag_name": "v1", "draft": False, "prerelease": False,
+                          "author": "release-please[bot]", "repo": "acme/widgets",
+                          "assets": []}]}
+    after["repos"][key]["releases"]["releases"][0]["assets"] = assets
+    good = _write(tmp_path / "before.json", before)
+    bad = _write(tmp_path / "after.json", after)
+    done = run_cli("compare", str(good), str(bad))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith(f"loop-pi-audit: {bad}: not a loop-pi-audit snapshot")
+    assert "assets" in done.stderr
