@@ -30,12 +30,19 @@ def extra_paths(committed: list[str], expected: list[str]) -> list[str]:
     return sorted(set(committed) - set(expected))
 
 
-def hook_changes(after_commit: WorkTreeState) -> str | None:
-    """The repository's error when the tree is not clean right after a verdict commit.
+def hook_changes(after_commit: WorkTreeState, branch: str) -> str | None:
+    """The repository's error when the checkout is not as the verdict left it right after a
+    verdict commit: the tree is not clean, or `branch` is no longer checked out.
 
     The tree was clean before the verdict and the commit took exactly the task file, so a change
-    here was made by a commit hook; left alone, the next recipe would start dirty and be blamed.
+    here was made by a commit hook; left alone, the next recipe would start dirty (or on another
+    branch) and be blamed.
     """
-    if after_commit.clean:
-        return None
-    return "a commit hook changed the work tree: " + ", ".join(after_commit.changes)
+    reasons = []
+    if not after_commit.clean:
+        reasons.append("a commit hook changed the work tree: " + ", ".join(after_commit.changes))
+    if after_commit.branch != branch:
+        where = ("detached HEAD" if after_commit.branch is None
+                 else f"branch {after_commit.branch!r}")
+        reasons.append(f"a commit hook left {where} checked out, not {branch!r}")
+    return "; ".join(reasons) or None

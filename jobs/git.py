@@ -317,6 +317,18 @@ def undo_commit(root: Path, previous: str) -> None:
     _run(root, "reset", "--quiet", "--hard", previous)
 
 
+def branch_sha(root: Path, branch: str) -> str:
+    """The commit `branch` points at, whatever is checked out."""
+    return _run(root, "rev-parse", "--verify", "--quiet", f"refs/heads/{branch}^{{commit}}").strip()
+
+
+def move_branch(root: Path, branch: str, to: str, expected: str) -> None:
+    """Point `branch` at `to`, only if it still points at `expected`; the checkout is untouched
+    (used when another branch is checked out)."""
+    _run(root, "update-ref", "-m", "loop-verify: undo a verdict commit", f"refs/heads/{branch}",
+         to, expected)
+
+
 @dataclass(frozen=True)
 class CommitFacts:
     """What stands in the way of a commit here, as git reports it."""

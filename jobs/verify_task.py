@@ -256,27 +256,37 @@ def commit_checked(ctx: RepoContext, paths: list[str], message: str,
 
 def check_commit(ctx: RepoContext, head: str, made: git.Commit, paths: list[str]) -> Committed:
     """Keep the verdict commit (made on `head`) only if it holds exactly `paths`; then look at
-    the tree a commit hook may have changed.
+    the checkout a commit hook may have changed.
 
     Whether or not the repository had a hook when the run looked: a recipe can install one where
     no check of the work tree sees it (.git/hooks, core.hooksPath, hook.* settings). Only a
     commit during which no process at all was started needs neither check (`Commit.alone`)."""
     if made.alone:
         return Committed(sha=made.sha)
-    sha = made.sha
+    branch = ctx.repo.branch
+    state = git.work_tree_state(ctx.root)
+    # A hook that checked out another branch moved HEAD away from the verdict commit, which git
+    # made on the configured branch: judge that branch's tip, and never reset the other one.
+    switched = state.branch != branch
+    sha = git.branch_sha(ctx.root, branch) if switched else made.sha
     extra = tuple(drift.extra_paths(git.commit_files(ctx.root, sha), paths))
     if extra:
-        # The tree was clean before our edit: going back to `head` restores the task file too.
-        git.undo_commit(ctx.root, head)
+        if switched:
+            # The checkout is the hook's now: only the configured branch goes back to `head`.
+            git.move_branch(ctx.root, branch, head, sha)
+        else:
+            # The tree was clean before our edit: going back to `head` restores the task file.
+            git.undo_commit(ctx.root, head)
         log.error("verify.commit_undone", repo=str(ctx.root), commit=sha, paths=list(extra),
                   reason="a commit hook staged other paths")
         return Committed(extra=extra, hook_changed=tree_after_commit(ctx))
-    return Committed(sha=sha, hook_changed=tree_after_commit(ctx))
+    return Committed(sha=sha, hook_changed=drift.hook_changes(state, branch))
 
 
 def tree_after_commit(ctx: RepoContext) -> str | None:
-    """The repository's error when a commit hook changed the work tree, else None."""
-    return drift.hook_changes(git.work_tree_state(ctx.root))
+    """The repository's error when a commit hook changed the work tree or the branch checked
+    out, else None."""
+    return drift.hook_changes(git.work_tree_state(ctx.root), ctx.repo.branch)
 
 
 def settle(ctx: RepoContext, result: Attempt, done: Committed, after: bytes) -> None:

@@ -47,3 +47,67 @@ def test_a_hook_leaving_a_background_process_on_gits_output_does_not_hang_the_ru
     [result] = json.loads(proc.stdout)["results"]
     assert result["verdict"] == "pass" and result["edit_state"] == "committed"
     assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-ok)"
+
+
+def test_a_hook_that_checks_out_another_branch_is_the_repositorys_error(
+        tmp_path: Path) -> None:
+    # A careless post-commit hook leaves another branch checked out (`git checkout other` to
+    # publish something, never switching back). The verdict commit was made on main and holds
+    # only the task file: it stands, and its SHA is main's. The hook's branch is never reset,
+    # and the next task's recipe is neither run on that branch nor blamed for it as drift.
+    repo = make_verify_repo(tmp_path, tasks=[1, 2])
+    repo.git("branch", "other")
+    repo.git("checkout", "-q", "other")
+    (repo.root / "OTHER.txt").write_text("other\n")
+    repo.git("add", "OTHER.txt")
+    repo.git("commit", "-q", "-m", "other's own commit")
+    other = repo.head()
+    repo.git("checkout", "-q", "main")
+    main_before = repo.head()
+    hook(repo, "post-commit", "git checkout -q other\n")
+    second = repo.root / "backlog" / "tasks" / "task-2 - Task-2.md"
+    untouched = second.read_bytes()
+
+    proc = repo.run("run", *TODAY, "--json")
+
+    results = json.loads(proc.stdout)["results"]
+    verdicts = [(r["verdict"], r["task_id"]) for r in results]
+    assert verdicts == [("pass", "TASK-1"), ("error", None), ("skipped", "TASK-2")], results
+    assert "other" in results[1]["reason"] and "commit hook" in results[1]["reason"], results
+    assert proc.returncode == 3
+    assert repo.git("rev-parse", "other").strip() == other
+    main_now = repo.git("rev-parse", "main").strip()
+    assert repo.git("rev-parse", "main~1").strip() == main_before
+    assert results[0]["commit_sha"] == main_now and results[0]["edit_state"] == "committed"
+    assert repo.git("show", "--name-only", "--format=", "main").split() == [
+        "backlog/tasks/task-1", "-", "Task-1.md"]
+    assert git_show(repo, "main", second) == untouched
+
+
+def test_a_verdict_commit_with_extra_paths_is_undone_on_its_branch_when_a_hook_switched_away(
+        tmp_path: Path) -> None:
+    # The commit a pre-commit hook stuffed is undone on main, where it was made; the branch the
+    # post-commit hook checked out is not reset to main's old tip.
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    repo.git("branch", "other")
+    other = repo.head()
+    main_before = other
+    hook(repo, "pre-commit", "echo 2 > VERSION\ngit add VERSION\n")
+    hook(repo, "post-commit", "git checkout -q -f other\n")
+
+    proc = repo.run("run", *TODAY, "--json")
+
+    results = json.loads(proc.stdout)["results"]
+    assert [(r["verdict"], r["task_id"]) for r in results] == [
+        ("error", "TASK-1"), ("error", None)], results
+    assert "VERSION" in results[0]["reason"] and "undone" in results[0]["reason"], results
+    assert results[0]["commit_sha"] is None
+    assert "branch 'other'" in results[1]["reason"], results
+    assert proc.returncode == 3
+    assert repo.git("rev-parse", "main").strip() == main_before
+    assert repo.git("rev-parse", "other").strip() == other
+
+
+def git_show(repo: VerifyRepo, rev: str, path: Path) -> bytes:
+    return subprocess.run(["git", "show", f"{rev}:{path.relative_to(repo.root)}"], cwd=repo.root,
+                          capture_output=True, check=True).stdout

@@ -43,9 +43,14 @@ def test_what_a_commit_and_the_tree_after_it_may_hold() -> None:
     ours = ["backlog/completed/t.md", "backlog/tasks/t.md"]
     assert drift.extra_paths(list(reversed(ours)), ours) == []
     assert drift.extra_paths([*ours, "VERSION"], ours) == ["VERSION"]
-    assert drift.hook_changes(CLEAN) is None
-    assert drift.hook_changes(WorkTreeState("main", ("a", "b"))) == (
+    assert drift.hook_changes(CLEAN, "main") is None
+    assert drift.hook_changes(WorkTreeState("main", ("a", "b")), "main") == (
         "a commit hook changed the work tree: a, b")
+    assert drift.hook_changes(WorkTreeState("other", ()), "main") == (
+        "a commit hook left branch 'other' checked out, not 'main'")
+    assert drift.hook_changes(WorkTreeState(None, ("a",)), "main") == (
+        "a commit hook changed the work tree: a; "
+        "a commit hook left detached HEAD checked out, not 'main'")
 
 
 def test_drift_names_every_way_a_recipe_moved_the_checkout() -> None:
