@@ -38,6 +38,8 @@ class RemoteConfig:
     # Where git actually goes after url.<base>.insteadOf / pushInsteadOf.
     effective: list[str] = field(default_factory=list)
     fetch_url: str | None = None
+    # Where `git push <name>` goes: every push URL, else every URL (after rewriting).
+    push_urls: list[str] = field(default_factory=list)
     # The repository's `http[.<url>].extraHeader` settings that carry credentials (CI checkouts
     # keep their token there): passed on to the ls-remote run outside the clone. Only
     # `Authorization:` headers; nothing else the run could write there goes along.
@@ -90,6 +92,7 @@ def read_remote_config(repo: Path | str) -> dict[str, RemoteConfig]:
             push = [_rewrite(u, push_only) or _rewrite(u, plain) or u for u in remote.urls]
         remote.effective = list(dict.fromkeys(fetch + push))
         remote.fetch_url = fetch[0] if fetch else None
+        remote.push_urls = list(dict.fromkeys(push))
         remote.auth_headers = headers
     return dict(sorted(remotes.items()))
 
@@ -134,13 +137,32 @@ def snapshot_remote(repo: str, remote: RemoteConfig, timeout: float) -> dict[str
     try:
         # By URL, outside the clone: a remote.<name>.uploadpack, a remote helper or any other
         # setting the run could write into its clone's config cannot choose who answers.
-        refs, symrefs = parse_ls_remote(
-            ls_remote(absolute_url(remote.fetch_url, repo), timeout=timeout,
-                      config=remote.auth_headers))
+        listed = _list_url(repo, remote, remote.fetch_url, timeout)
     except (GitFailed, ValueError) as exc:
         return {"available": False, **part,
                 "reason": redact_text(f"git ls-remote --symref {remote.name} failed: {exc}")}
+    # A push goes to the push URLs (or to every URL), which may be another repository than the
+    # one listed: each must show the same refs, or what a push changed there goes unseen.
+    for url in remote.push_urls:
+        if url == remote.fetch_url:
+            continue
+        try:
+            pushed_to = _list_url(repo, remote, url, timeout)
+        except (GitFailed, ValueError) as exc:
+            return {"available": False, **part, "reason": redact_text(
+                f"git ls-remote --symref {url} (where {remote.name} pushes) failed: {exc}")}
+        if pushed_to != listed:
+            return {"available": False, **part, "reason": redact_text(
+                f"remote {remote.name} pushes to {url}, whose refs differ from those of "
+                f"{remote.fetch_url} (the URL listed): a push there cannot be judged")}
+    refs, symrefs = listed
     return {"available": True, **part, "refs": refs, "symrefs": symrefs}
+
+
+def _list_url(repo: str, remote: RemoteConfig, url: str, timeout: float
+              ) -> tuple[dict[str, str], dict[str, str]]:
+    return parse_ls_remote(ls_remote(absolute_url(url, repo), timeout=timeout,
+                                     config=remote.auth_headers))
 
 
 def snapshot_tags(repo: str) -> dict[str, Any]:

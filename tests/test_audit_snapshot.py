@@ -112,6 +112,8 @@ def test_unreachable_and_hanging_remotes_are_unavailable_with_reasons(
 def test_remote_with_dots_in_its_name_and_pushurl(tmp_path: Path) -> None:
     clone, bare = make_repo_with_remote(tmp_path)
     git(clone, "remote", "add", "my.fork", str(bare))
+    # The push URL must list the same refs as the fetch URL (see test_audit_adversary2).
+    git(clone, "push", "-q", str(make_bare(tmp_path / "push-here.git")), "main")
     git(clone, "remote", "set-url", "--push", "my.fork", str(tmp_path / "push-here.git"))
     snap = take_snapshot([clone], charter_sha256=None)
     fork = snap["repos"][str(clone.resolve())]["remotes"]["my.fork"]
