@@ -95,6 +95,22 @@ def blocked_on(mark: str, name: str, timeout: float = 30.0) -> None:
         time.sleep(0.01)
 
 
+def recipe_ended(mark: str, timeout: float = 30.0) -> None:
+    """Wait until the recipe's `just` has exited. Its last line having run is not enough: a
+    signal between that line and `just`'s exit stops a recipe still running."""
+    deadline = time.monotonic() + timeout
+    while True:
+        running = []
+        for pid in marked_pids(mark):  # live ones: a zombie has exited
+            with contextlib.suppress(psutil.Error):
+                if psutil.Process(pid).name() == "just":
+                    running.append(pid)
+        if not running:
+            return
+        assert time.monotonic() < deadline, "the recipe never ended"
+        time.sleep(0.01)
+
+
 def build(tmp_path: Path, point: str) -> Bench:
     markers = tmp_path / "m"
     markers.mkdir()
@@ -173,6 +189,7 @@ def hold_and_signal(b: Bench, point: str, proc: subprocess.Popen[bytes], mark: s
         with ledger_write_lock(b.repo):
             release(b.markers / "recipe-fifo")
             wait_for(b.markers / "done-b", proc)
+            recipe_ended(mark)
             deliver()
     else:
         blocked_on(mark, "cat")
