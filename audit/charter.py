@@ -54,6 +54,10 @@ def load_charter(path: Path) -> Charter:
     if title is None:
         raise InputError(path, f"first line must be `# Charter: <repo> loop<N>`, "
                          f"got {lines[0][:80]!r}", line=1)
+    try:
+        loop = int(title.group("loop"))
+    except ValueError:  # more digits than Python converts
+        raise InputError(path, "loop number too long", line=1) from None
     grants: list[Grant] = []
     session: str | None = None
     seen: dict[str, int] = {}
@@ -77,7 +81,7 @@ def load_charter(path: Path) -> Charter:
                 raise InputError(path, f"`session:` must be one word, got {value!r}",
                                  line=number)
             session = value
-    return Charter(path=Path(path), repo=title.group("repo"), loop=int(title.group("loop")),
+    return Charter(path=Path(path), repo=title.group("repo"), loop=loop,
                    grants=tuple(grants), session=session, sha256=hashlib.sha256(data).hexdigest())
 
 

@@ -95,6 +95,8 @@ def _parse_line(path: Path, number: int, raw: bytes) -> PushEntry:
     except RecursionError:
         raise InputError(path, "malformed push-log line: nested too deeply",
                          line=number) from None
+    except ValueError as exc:  # a number past Python's digit limit, say
+        raise InputError(path, f"malformed push-log line: {exc}", line=number) from None
     if not isinstance(obj, dict):
         raise InputError(path, "malformed push-log line: not a JSON object", line=number)
     values: dict[str, str] = {}

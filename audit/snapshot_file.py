@@ -32,6 +32,8 @@ def load_snapshot(path: Path) -> dict[str, Any]:
                          line=exc.lineno) from None
     except RecursionError:
         raise InputError(path, "malformed snapshot JSON: nested too deeply") from None
+    except ValueError as exc:  # a number past Python's digit limit, say
+        raise InputError(path, f"malformed snapshot JSON: {exc}") from None
     problem = _check_snapshot(snap)
     if problem is not None:
         raise InputError(path, f"not a loop-pi-audit snapshot: {problem}")

@@ -143,3 +143,31 @@ def test_a_push_url_naming_the_same_repository_is_judged_as_usual(tmp_path: Path
     sneaky = commit(run.clone, "src/x.py", "x\n", "sneak")
     git(run.clone, "push", "-q", "origin", "main")
     assert commit_verdicts(run.judge()) == {sneaky: UNGRANTED}
+
+
+# --- inputs past Python's limits are malformed inputs, not unexpected errors ------------------
+
+def test_a_number_too_long_for_python_is_a_malformed_input_named_with_its_file(
+        tmp_path: Path) -> None:
+    """Python refuses to convert an integer of more than 4,300 digits (a ValueError that is not
+    a JSONDecodeError): a charter, push log or snapshot holding one stopped the audit with
+    exit 3, "unexpected error", and no file named."""
+    huge = "9" * 5000
+    clone, before, _, _ = _snapshots(tmp_path)
+    good = _write(tmp_path / "good.json", before)
+    snap = tmp_path / "huge.json"
+    snap.write_text(json.dumps(before)[:-1] + f', "n": {huge}}}')
+    log = tmp_path / "push-log.jsonl"
+    entry = {"repo": str(clone), "remote": "origin", "ref": "refs/heads/main", "old": "0" * 40,
+             "new": "1" * 40, "at": "2026-11-30T07:00:00Z", "source": "test"}
+    log.write_text(json.dumps(entry) + "\n" + json.dumps(entry)[:-1] + f', "n": {huge}}}\n')
+    charter = tmp_path / "charter.md"
+    charter.write_text(f"# Charter: acme/widgets loop{huge}\n")
+    for args, bad, where in (
+            (["compare", str(snap), str(good)], snap, ""),
+            (["compare", str(good), str(good), "--push-log", str(log)], log, ":2"),
+            (["compare", str(good), str(good), "--charter", str(charter)], charter, ":1")):
+        done = run_cli(*args)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith(f"loop-pi-audit: {bad}{where}: "), done.stderr
+        assert "unexpected" not in done.stderr
