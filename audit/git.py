@@ -71,6 +71,8 @@ HARDENED_CONFIG: tuple[tuple[str, str], ...] = (
     ("core.precomposeUnicode", "false"),
     ("core.hooksPath", "/dev/null"),       # fetch runs reference-transaction hooks otherwise
     ("core.fsmonitor", "false"),
+    # A fetch lists an alternate object store's tips with this shell command otherwise.
+    ("core.alternateRefsCommand", "true"),
     ("core.askPass", ""),
     ("i18n.logOutputEncoding", "UTF-8"),   # a UTF-16 setting made the log unparseable
     ("log.showSignature", "false"),

@@ -19,6 +19,7 @@ from audit_helpers import (
     isolate_git,
     make_bare,
     make_repo_with_remote,
+    other_clone,
     run_cli,
 )
 
@@ -171,3 +172,25 @@ def test_a_number_too_long_for_python_is_a_malformed_input_named_with_its_file(
         assert done.returncode == 2, done.stderr
         assert done.stderr.startswith(f"loop-pi-audit: {bad}{where}: "), done.stderr
         assert "unexpected" not in done.stderr
+
+
+# --- no command the clone configures runs inside the audit ------------------------------------
+# The audit's environment holds the GitHub token: a command the run configured in its clone
+# and the audit's git then ran would hold it too.
+
+def test_an_alternate_refs_command_does_not_run_when_closeout_fetches(tmp_path: Path) -> None:
+    """`core.alternateRefsCommand` (with an alternate object store) is run by `git fetch` to
+    list the alternate's tips: closeout's fetch of a tip the clone lacks ran it."""
+    run = Run(tmp_path)
+    other = other_clone(run)
+    sneaky = commit(other, "src/x.py", "x\n", "sneak")
+    git(other, "push", "-q", "origin", "main")  # the run's clone lacks it: closeout fetches
+    alternate = make_bare(tmp_path / "alternate.git")
+    git(run.clone, "push", "-q", str(alternate), "main")
+    (run.clone / ".git" / "objects" / "info" / "alternates").write_text(
+        f"{alternate / 'objects'}\n")
+    marker = tmp_path / "ran"
+    git(run.clone, "config", "core.alternateRefsCommand", f"touch {marker}; true")
+    findings = run.judge()
+    assert not marker.exists()
+    assert commit_verdicts(findings) == {sneaky: UNGRANTED}
