@@ -111,3 +111,27 @@ def test_a_verdict_commit_with_extra_paths_is_undone_on_its_branch_when_a_hook_s
 def git_show(repo: VerifyRepo, rev: str, path: Path) -> bytes:
     return subprocess.run(["git", "show", f"{rev}:{path.relative_to(repo.root)}"], cwd=repo.root,
                           capture_output=True, check=True).stdout
+
+
+def test_a_commit_git_made_before_it_failed_is_kept_not_rolled_back(tmp_path: Path) -> None:
+    # git can fail after it moved the branch ("repository has been updated, but unable to write
+    # new index file" on a full disk; killed by a signal while its post-commit hook runs). The
+    # verdict is then in the branch: writing the old bytes back over it would leave the task
+    # file reverted in the tree, and a ledger row saying the commit failed.
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    task = repo.root / "backlog" / "tasks" / "task-1 - Task-1.md"
+    before = repo.head()
+    hook(repo, "post-commit", "kill -INT $PPID\n")
+
+    proc = repo.run("run", *TODAY, "--json")
+
+    [result] = json.loads(proc.stdout)["results"]
+    assert repo.git("rev-parse", "HEAD~1").strip() == before
+    assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-ok)"
+    assert result["verdict"] == "pass" and result["edit_state"] == "committed", result
+    assert result["commit_sha"] == repo.head()
+    assert repo.status() == ""
+    assert task.read_bytes() == git_show(repo, "HEAD", task)
+    assert proc.returncode == 0, proc.stdout
+    # Nothing kept for a later run to commit a second time.
+    assert not list(repo.state_dir.glob("kept/*.md"))
