@@ -59,6 +59,8 @@ _KEPT_GIT_PREFIXES = ("GIT_TRACE", "GIT_SSL_", "GIT_HTTP_", "GIT_PROXY_SSL_", "G
 # Transports git may use for our reads; a configured remote helper (ext::, a custom
 # `git-remote-*`) could answer anything. GIT_ALLOW_PROTOCOL overrides every protocol.* setting.
 ALLOWED_PROTOCOLS = "file:git:http:https:ssh"
+# No transport at all, for commands that read only the clone.
+NO_PROTOCOL = "none"
 
 # `-c` settings for every git command that reads history or talks to a remote. Command-line
 # settings beat every configuration file (system, global, the clone's own, includeIf), so what
@@ -119,6 +121,9 @@ def git_env(base: Mapping[str, str] = os.environ) -> dict[str, str]:
            if not k.startswith("GIT_") or k in _KEPT_GIT_VARS or k.startswith(_KEPT_GIT_PREFIXES)}
     env["GIT_TERMINAL_PROMPT"] = "0"
     env["GIT_NO_REPLACE_OBJECTS"] = "1"
+    # git 2.44 and later: a missing object is never fetched on its own (older git is held by
+    # GIT_ALLOW_PROTOCOL in run_git).
+    env["GIT_NO_LAZY_FETCH"] = "1"
     # An empty graft file: `.git/info/grafts` is never read.
     env["GIT_GRAFT_FILE"] = os.devnull
     # A user's own GIT_SSH_COMMAND wins (it may carry keys or proxies); ours only adds batch
@@ -134,8 +139,13 @@ def git_env(base: Mapping[str, str] = os.environ) -> dict[str, str]:
 
 def run_git(repo: Path | str | None, *args: str, timeout: float | None = None,
             input_text: str | None = None, env: Mapping[str, str] | None = None,
-            errors: str = "surrogateescape", config: Sequence[tuple[str, str]] = ()) -> str:
+            errors: str = "surrogateescape", config: Sequence[tuple[str, str]] = (),
+            network: bool = False) -> str:
     """Run `git -C repo args...` and return its stdout; raise GitFailed on any failure.
+
+    Only a command given `network=True` (our own fetch and ls-remote, by URL) may reach a
+    remote: any other would do so only to fetch a missing object lazily, which a partial clone
+    does through its promisor remote's configured upload-pack, a command the run chose.
 
     The child gets a session of its own so that, on timeout, the whole group (ssh, upload-pack,
     helpers) dies with it; otherwise a grandchild holding the pipe open would keep us waiting.
@@ -145,6 +155,8 @@ def run_git(repo: Path | str | None, *args: str, timeout: float | None = None,
         argv += ["-C", str(repo)]
     argv += list(args)
     child_env = git_env(env or os.environ)
+    if not network:
+        child_env["GIT_ALLOW_PROTOCOL"] = NO_PROTOCOL
     # Settings for this command only, through the environment rather than argv: they may carry
     # a token, and argv is visible to every user of the machine.
     for i, (key, value) in enumerate(config):
@@ -219,7 +231,7 @@ def fetch_for_audit(repo: Path | str, url: str, refspecs: list[str],
                                  "--no-auto-gc", "--no-recurse-submodules",
                                  # `--`: no URL or refspec is ever read as an option.
                                  "--upload-pack=git-upload-pack", "--", url, *refspecs),
-            timeout=timeout if timeout is not None else remote_timeout())
+            timeout=timeout if timeout is not None else remote_timeout(), network=True)
 
 
 def ls_remote(url: str, timeout: float, config: Sequence[tuple[str, str]] = ()) -> str:
@@ -232,7 +244,7 @@ def ls_remote(url: str, timeout: float, config: Sequence[tuple[str, str]] = ()) 
         env["GIT_CEILING_DIRECTORIES"] = os.path.dirname(where)
         return run_git(where, *hardened_argv("ls-remote", "--symref",
                                              "--upload-pack=git-upload-pack", url),
-                       timeout=timeout, env=env, config=config)
+                       timeout=timeout, env=env, config=config, network=True)
 
 
 def absolute_url(url: str, repo: Path | str) -> str:

@@ -20,6 +20,7 @@ from audit_helpers import (
     make_bare,
     make_repo_with_remote,
     other_clone,
+    rev,
     run_cli,
 )
 
@@ -177,6 +178,26 @@ def test_a_number_too_long_for_python_is_a_malformed_input_named_with_its_file(
 # --- no command the clone configures runs inside the audit ------------------------------------
 # The audit's environment holds the GitHub token: a command the run configured in its clone
 # and the audit's git then ran would hold it too.
+
+def test_a_partial_clone_cannot_run_its_upload_pack_when_history_is_read(tmp_path: Path) -> None:
+    """The run makes its clone a partial clone whose promisor remote runs a command of its
+    choosing, and drops an object the log needs: git fetched it lazily, through that command,
+    inside closeout's `git log`."""
+    run = Run(tmp_path)
+    sneaky = commit(run.clone, "src/x.py", "x\n", "sneak")
+    run.push(logged=False)
+    marker = tmp_path / "ran"
+    for key, value in (("core.repositoryformatversion", "1"),
+                       ("extensions.partialClone", "origin"), ("remote.origin.promisor", "true"),
+                       ("remote.origin.uploadpack", f"touch {marker}; git-upload-pack")):
+        git(run.clone, "config", key, value)
+    tree = rev(run.clone, f"{sneaky}^{{tree}}")
+    (run.clone / ".git" / "objects" / tree[:2] / tree[2:]).unlink()
+    findings = run.judge()
+    assert not marker.exists()
+    assert exit_code(findings) != 0
+    assert all(f.verdict != "PUSH_LOGGED" for f in findings)
+
 
 def test_an_alternate_refs_command_does_not_run_when_closeout_fetches(tmp_path: Path) -> None:
     """`core.alternateRefsCommand` (with an alternate object store) is run by `git fetch` to
