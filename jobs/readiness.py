@@ -14,17 +14,26 @@ def some_paths(paths: tuple[str, ...] | list[str]) -> str:
     return ", ".join(paths[:SHOWN_PATHS]) + (" …" if len(paths) > SHOWN_PATHS else "")
 
 
+def wrong_checkout(in_progress: str | None, checked_out: str | None, branch: str) -> str | None:
+    """Why nothing may be committed here now: a merge, rebase, ... that git left unfinished
+    (`in_progress`), or a checkout other than `branch` (`checked_out` None: detached)."""
+    if in_progress is not None:
+        return in_progress
+    if checked_out is None:
+        return f"HEAD is detached; {branch!r} must be checked out"
+    if checked_out != branch:
+        return f"on branch {checked_out!r}, not {branch!r}"
+    return None
+
+
 def not_ready(in_progress: str | None, state: WorkTreeState, branch: str) -> str | None:
     """Why no recipe may run in this repository now, or None when it is ready.
 
     `in_progress` names a merge, rebase, ... that git left unfinished.
     """
-    if in_progress is not None:
-        return in_progress
-    if state.branch is None:
-        return f"HEAD is detached; {branch!r} must be checked out"
-    if state.branch != branch:
-        return f"on branch {state.branch!r}, not {branch!r}"
+    problem = wrong_checkout(in_progress, state.branch, branch)
+    if problem is not None:
+        return problem
     if not state.clean:
         return f"work tree not clean: {some_paths(state.changes)}"
     return None

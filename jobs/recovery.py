@@ -28,13 +28,16 @@ def written(pending: Attempt, current_sha256: str | None) -> bool:
 
 
 def decide(pending: Attempt, current_sha256: str | None,
-           changes: tuple[str, ...], *, in_git: bool = False) -> Decision:
+           changes: tuple[str, ...], *, in_git: bool = False,
+           wrong_checkout: str | None = None) -> Decision:
     """The pending edit's fate from the target file's hash and the work tree's changed paths.
 
     `changes` only matters once the edit is known to be written. `in_git` says the verdict's
     own commit was found in the history (asked only when the file no longer holds the edit): a
     verdict that reached git was committed, whatever the task file holds now (its owner may
-    have edited it since), and is never called abandoned.
+    have edited it since), and is never called abandoned. `wrong_checkout` says why no commit
+    may be made in the checkout as it is (another branch, a detached HEAD, a merge in progress):
+    the verdict belongs on the configured branch, so the edit then waits.
     """
     if not written(pending, current_sha256):
         if in_git:
@@ -47,6 +50,9 @@ def decide(pending: Attempt, current_sha256: str | None,
     if not set(changes) <= set(pending.edit_paths):
         return Decision(Action.SKIP_REPO, "work tree changed beyond the pending edit of "
                         f"{pending.task_id}: {some_paths(changes)}")
+    if wrong_checkout is not None:
+        return Decision(Action.SKIP_REPO, f"the pending edit of {pending.task_id} is not "
+                        f"committed here: {wrong_checkout}")
     return Decision(Action.COMMIT)
 
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jobs import git, kept, recovery
+from jobs import git, kept, readiness, recovery
 from jobs.backlog import write_task
 from jobs.edit_plan import sha256
 from jobs.ledger import Attempt
@@ -71,15 +71,20 @@ def recover_pending(ctx: RepoContext, pending: list[Attempt], finish: Finish,
                      how="removed an unfinished temporary file", path=str(stray))
         current = file_sha256(target)
         found: str | None = None
+        wrong: str | None = None
         if recovery.written(p, current):
-            changes = git.work_tree_state(root).changes
+            state = git.work_tree_state(root)
+            changes = state.changes
+            wrong = readiness.wrong_checkout(git.operation_in_progress(git.git_dir(root)),
+                                             state.branch, ctx.repo.branch)
         else:
             changes = ()
             if p.commit_message and p.after_sha256:
                 # Killed after its commit, the task edited since: the verdict is in git.
                 found = git.verdict_commit(root, paths[-1], p.commit_message, p.after_sha256,
                                            p.started_at)
-        decision = recovery.decide(p, current, changes, in_git=found is not None)
+        decision = recovery.decide(p, current, changes, in_git=found is not None,
+                                   wrong_checkout=wrong)
         if decision.action is recovery.Action.ABANDON:
             if len(paths) > 1 and target.exists() and original.exists():
                 target.unlink()

@@ -7,8 +7,10 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
+import pytest
 from verify_helpers import VerifyRepo, make_verify_repo
 
 TODAY = ("--today", "2026-11-30")
@@ -135,3 +137,45 @@ def test_a_commit_git_made_before_it_failed_is_kept_not_rolled_back(tmp_path: Pa
     assert proc.returncode == 0, proc.stdout
     # Nothing kept for a later run to commit a second time.
     assert not list(repo.state_dir.glob("kept/*.md"))
+
+
+def crash_before_commit(repo: VerifyRepo) -> None:
+    """A real `loop-verify run` SIGKILLed after it wrote the first verdict, before git ran."""
+    from test_verify_crash import CRASHER
+    from verify_helpers import ROOT, verify_argv
+
+    proc = subprocess.run(
+        [sys.executable, "-c", CRASHER, *verify_argv(repo, "run", *TODAY)[3:]],
+        cwd=repo.root, capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "CRASH_AT": "commit", "CRASH_NTH": "1"})
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert [a["edit_state"] for a in repo.history()] == ["pending"]
+
+
+@pytest.mark.parametrize("leave", [("switch", "-q", "-c", "feature"),
+                                   ("switch", "-q", "--detach")], ids=["branch", "detached"])
+def test_a_pending_edit_is_not_committed_onto_another_checkout(
+        tmp_path: Path, leave: tuple[str, ...]) -> None:
+    # A run died between writing a verdict and committing it; the owner then switched to a
+    # branch of their own (git carries the changed task file along). The verdict belongs on
+    # main: the repository is skipped, and the edit stays pending for when main is back.
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    main_before = repo.head()
+    crash_before_commit(repo)
+    repo.git(*leave)
+    here = repo.head()
+
+    proc = repo.run("run", *TODAY, "--json")
+
+    [result] = json.loads(proc.stdout)["results"]
+    assert result["verdict"] == "skipped", result
+    assert proc.returncode == 3
+    assert repo.head() == here and repo.git("rev-parse", "main").strip() == main_before
+    assert [a["edit_state"] for a in repo.history() if a["task_id"]] == ["pending"]
+
+    # Back on main, the next run finishes the edit without running the recipe again.
+    repo.git("switch", "-q", "main")
+    proc = repo.run("run", *TODAY, "--json")
+    assert proc.returncode == 0, proc.stdout
+    assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-ok)"
+    assert repo.status() == ""

@@ -78,3 +78,21 @@ def test_a_kept_verdict_is_committed_only_onto_the_bytes_it_came_from() -> None:
     moving = kept_row(["backlog/completed/t.md", "backlog/tasks/t.md"])
     taken = recovery.decide_kept(moving, "b" * 64, True, True)
     assert taken.action is recovery.Action.ABANDON and "backlog/tasks/t.md" in str(taken.reason)
+
+
+def test_a_pending_edit_is_committed_only_on_the_configured_branch() -> None:
+    row = kept_row(["backlog/tasks/t.md"])
+    row.edit_state, row.task_id = "pending", "TASK-1"
+    ours = ("backlog/tasks/t.md",)
+    assert recovery.decide(row, "a" * 64, ours).action is recovery.Action.COMMIT
+    elsewhere = readiness.wrong_checkout(None, "feature", "main")
+    assert elsewhere == "on branch 'feature', not 'main'"
+    waits = recovery.decide(row, "a" * 64, ours, wrong_checkout=elsewhere)
+    assert waits.action is recovery.Action.SKIP_REPO
+    assert waits.reason == ("the pending edit of TASK-1 is not committed here: "
+                            "on branch 'feature', not 'main'")
+    assert readiness.wrong_checkout(None, None, "main") == (
+        "HEAD is detached; 'main' must be checked out")
+    assert readiness.wrong_checkout("a merge is in progress", "main", "main") == (
+        "a merge is in progress")
+    assert readiness.wrong_checkout(None, "main", "main") is None
