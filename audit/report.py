@@ -76,7 +76,13 @@ def summary_line(findings: Sequence[Finding]) -> str:
 def render_text(findings: Sequence[Finding], shown: Sequence[Finding] | None = None) -> str:
     """The text report; `shown` is `group_commits(findings)` when the caller already has it."""
     shown = group_commits(findings) if shown is None else shown
-    return "".join(finding_line(f) + "\n" for f in shown) + summary_line(shown) + "\n"
+    return _utf8("".join(finding_line(f) + "\n" for f in shown) + summary_line(shown) + "\n")
+
+
+def _utf8(text: str) -> str:
+    """Text that can be written and printed as UTF-8: a lone surrogate (a name git gave us that
+    is not UTF-8, such as a ref `x\xff`) becomes `\udcff`, a valid escape inside JSON too."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def render_both(findings: Sequence[Finding]) -> tuple[str, str]:
@@ -102,11 +108,11 @@ def render_json(findings: Sequence[Finding], shown: Sequence[Finding] | None = N
     rows = [_finding_json(f) for f in obj["findings"]]
     body = ",\n".join("    " + row for row in rows)
     findings_json = "[\n" + body + "\n  ]" if rows else "[]"
-    return ("{\n"
-            f'  "findings": {findings_json},\n'
-            f'  "ok": {json.dumps(obj["ok"])},\n'
-            f'  "verdict": {json.dumps(obj["verdict"])}\n'
-            "}\n")
+    return _utf8("{\n"
+                 f'  "findings": {findings_json},\n'
+                 f'  "ok": {json.dumps(obj["ok"])},\n'
+                 f'  "verdict": {json.dumps(obj["verdict"])}\n'
+                 "}\n")
 
 
 _string = json.encoder.encode_basestring

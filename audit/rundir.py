@@ -88,4 +88,6 @@ _string = json.encoder.encode_basestring
 def write_json(path: Path, obj: object) -> None:
     """Write `obj` so that a crash leaves either the old file or the whole new one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, dump_json(obj).encode("utf-8"))
+    # A name git gave us that is not UTF-8 (a ref `x\xff`) holds a lone surrogate: written as
+    # its JSON escape `\udcff`, which reads back as the very same string.
+    atomic_write(path, dump_json(obj).encode("utf-8", "backslashreplace"))

@@ -215,3 +215,30 @@ def test_an_alternate_refs_command_does_not_run_when_closeout_fetches(tmp_path: 
     findings = run.judge()
     assert not marker.exists()
     assert commit_verdicts(findings) == {sneaky: UNGRANTED}
+
+
+# --- names that are not UTF-8 ---------------------------------------------------------------
+
+def test_a_ref_name_that_is_not_utf8_cannot_turn_a_violation_into_an_unexpected_error(
+        tmp_path: Path) -> None:
+    """git allows any byte above 0x7f in a ref name. A branch named `x\\xff` pushed next to an
+    unlogged commit made closeout stop with "unexpected error" (exit 3, no after-snapshot, no
+    report) instead of failing the commit (exit 1)."""
+    clone, _ = make_repo_with_remote(tmp_path)
+    run_dir = tmp_path / "run"
+    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
+    sneaky = commit(clone, "src/x.py", "x\n", "sneak")
+    git(clone, "push", "-q", "origin", "main")
+    subprocess.run([b"git", b"-C", bytes(clone), b"push", b"-q", b"origin",
+                    b"HEAD:refs/heads/x\xff"], check=True)
+    done = run_cli("closeout", "--run-dir", str(run_dir), "--json")
+    assert done.returncode == 1, done.stderr
+    report = json.loads((run_dir / "audit-report.json").read_bytes().decode("utf-8"))
+    assert {f["commit"]: f["verdict"] for f in report["findings"] if f["commit"]} == {
+        sneaky: UNGRANTED}
+    weird = [f for f in report["findings"] if f["ref"].startswith("refs/heads/x")]
+    assert len(weird) == 1 and weird[0]["verdict"] == UNGRANTED
+    (run_dir / "audit-report.txt").read_bytes().decode("utf-8")
+    after = json.loads((run_dir / "audit-after.json").read_bytes().decode("utf-8"))
+    assert any(ref.startswith("refs/heads/x") for part in after["repos"].values()
+               for ref in part["remotes"]["origin"]["refs"])
