@@ -55,8 +55,18 @@ def finding_line(f: Finding) -> str:
     else:
         indent, what = "", f.kind.replace("-", " ")
         span = f"{_end(f.before, f)}..{_end(f.after, f)}"
-    return (f"{indent}[{f.repo}] {f.remote or '-'} {f.ref or '-'}: {what} {span} "
-            f"[{f.verdict}] {f.reason}")
+    return _printable(f"{indent}[{f.repo}] {f.remote or '-'} {f.ref or '-'}: {what} {span} "
+                      f"[{f.verdict}] {f.reason}")
+
+
+def _printable(line: str) -> str:
+    """The line with every character that is not printable escaped (`\r`, `\x1b`, `\u2028`):
+    a subject or path is the run's to write, and raw it could move the cursor, hide text or
+    start a line of its own."""
+    if line.isprintable():
+        return line
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+                   for c in line)
 
 
 def _end(sha: str | None, f: Finding) -> str:

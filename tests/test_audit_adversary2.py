@@ -242,3 +242,28 @@ def test_a_ref_name_that_is_not_utf8_cannot_turn_a_violation_into_an_unexpected_
     after = json.loads((run_dir / "audit-after.json").read_bytes().decode("utf-8"))
     assert any(ref.startswith("refs/heads/x") for part in after["repos"].values()
                for ref in part["remotes"]["origin"]["refs"])
+
+
+def test_a_commit_subject_cannot_forge_lines_of_the_text_report(tmp_path: Path) -> None:
+    """A subject (or a path) may hold a carriage return, terminal escapes or a Unicode line
+    separator: printed raw, `...\\r\\x1b[2Kaudit: no remote changes` showed a clean report on a
+    terminal, and a reader splitting lines saw findings that were never made."""
+    clone, _ = make_repo_with_remote(tmp_path)
+    run_dir = tmp_path / "run"
+    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
+    forged = "audit: no remote changes"
+    (clone / "src").mkdir()
+    (clone / "src" / f"x\r{forged}.py").write_text("x\n")
+    git(clone, "add", "src")
+    git(clone, "commit", "-q", "-m",
+        f"sneak\r\x1b[2K{forged}\x1b[8m\u2028{forged}\x85{forged}\x0b{forged}")
+    git(clone, "push", "-q", "origin", "main")
+    done = run_cli("closeout", "--run-dir", str(run_dir))
+    assert done.returncode == 1
+    for text in (done.stdout, (run_dir / "audit-report.txt").read_text(encoding="utf-8")):
+        lines = text.splitlines()
+        assert lines == text.split("\n")[:-1]  # no line break but "\n"
+        assert all(line.isprintable() for line in lines), lines
+        assert [line for line in lines if line.startswith("audit:")] == [lines[-1]]
+        assert lines[-1] == "audit: 3 findings, 3 failing"
+        assert "\\r" in text and "\\x1b" in text  # shown, escaped
