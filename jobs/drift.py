@@ -30,6 +30,11 @@ def extra_paths(committed: list[str], expected: list[str]) -> list[str]:
     return sorted(set(committed) - set(expected))
 
 
+def missing_paths(committed: list[str], expected: list[str]) -> list[str]:
+    """Paths of the verdict a commit does not hold: a hook unstaged them (the edit is not in it)."""
+    return sorted(set(expected) - set(committed))
+
+
 def hook_changes(after_commit: WorkTreeState, branch: str) -> str | None:
     """The repository's error when the checkout is not as the verdict left it right after a
     verdict commit: the tree is not clean, or `branch` is no longer checked out.

@@ -121,8 +121,8 @@ def recover_pending(ctx: RepoContext, pending: list[Attempt], finish: Finish,
                 p.edit_state = "abandoned"
                 ctx.ledger.update(p)
                 undone = ctx.attempt(Verdict.ERROR, reason=(
-                    f"the pending edit's commit also held {', '.join(done.extra)} (a commit "
-                    "hook staged it): commit undone, task file restored"))
+                    f"the pending edit's commit {done.why_undone()}: commit undone, task file "
+                    "restored"))
                 undone.task_id, undone.task_path = p.task_id, p.task_path
                 undone.recipe, undone.label_date = p.recipe, p.label_date
                 finish(undone)
@@ -194,15 +194,15 @@ def commit_kept(ctx: RepoContext, rows: list[Attempt], finish: Finish) -> KeptRe
             report_recovered(row, f"verdict of run {row.run_id}, whose commit was refused, "
                              "committed by this one", finish)
         else:
-            if done.extra:
+            if done.undone:
                 # Undone: the hook, not the refusal, is the problem now; the task is run afresh.
                 row.edit_state = "abandoned"
                 kept.drop(state_dir, row.after_sha256)
             else:
                 row.edit_state = "restored"
             ctx.ledger.update(row)
-            why = (f"its commit also held {', '.join(done.extra)} (a commit hook staged it): "
-                   "commit undone" if done.extra else str(done.refused))
+            why = (f"its commit {done.why_undone()}: commit undone" if done.undone
+                   else str(done.refused))
             again = ctx.attempt(Verdict.ERROR, reason=(
                 f"the {row.verdict} verdict of run {row.run_id} still cannot be committed "
                 f"(recipe not run again): {why}"))

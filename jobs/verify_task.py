@@ -71,7 +71,21 @@ class Committed:
     sha: str | None = None           # the commit, when it stands
     refused: str | None = None       # git's message when the commit was refused
     extra: tuple[str, ...] = ()      # paths a hook added to it: the commit was undone
+    missing: tuple[str, ...] = ()    # paths of ours a hook took out of it: undone too
     hook_changed: str | None = None  # the repository's error: the tree changed around it
+
+    @property
+    def undone(self) -> bool:
+        return bool(self.extra or self.missing)
+
+    def why_undone(self) -> str:
+        """What was wrong with the undone commit, after "the ... commit "."""
+        parts = []
+        if self.extra:
+            parts.append(f"also held {', '.join(self.extra)} (a commit hook staged it)")
+        if self.missing:
+            parts.append(f"did not hold {', '.join(self.missing)} (a commit hook unstaged it)")
+        return " and ".join(parts)
 
 
 def storable(result: Attempt) -> Attempt:
@@ -278,8 +292,10 @@ def check_commit(ctx: RepoContext, head: str, made: git.Commit, paths: list[str]
     # made on the configured branch: judge that branch's tip, and never reset the other one.
     switched = state.branch != branch
     sha = git.branch_sha(ctx.root, branch) if switched else made.sha
-    extra = tuple(drift.extra_paths(git.commit_files(ctx.root, sha), paths))
-    if extra:
+    committed = git.commit_files(ctx.root, sha)
+    extra = tuple(drift.extra_paths(committed, paths))
+    missing = tuple(drift.missing_paths(committed, paths))
+    if extra or missing:
         if switched:
             # The checkout is the hook's now: only the configured branch goes back to `head`.
             git.move_branch(ctx.root, branch, head, sha)
@@ -287,8 +303,9 @@ def check_commit(ctx: RepoContext, head: str, made: git.Commit, paths: list[str]
             # The tree was clean before our edit: going back to `head` restores the task file.
             git.undo_commit(ctx.root, head)
         log.error("verify.commit_undone", repo=str(ctx.root), commit=sha, paths=list(extra),
-                  reason="a commit hook staged other paths")
-        return Committed(extra=extra, hook_changed=tree_after_commit(ctx))
+                  missing=list(missing), reason=("a commit hook staged other paths" if extra
+                                                 else "a commit hook unstaged the task file"))
+        return Committed(extra=extra, missing=missing, hook_changed=tree_after_commit(ctx))
     return Committed(sha=sha, hook_changed=drift.hook_changes(state, branch))
 
 
@@ -302,10 +319,9 @@ def settle(ctx: RepoContext, result: Attempt, done: Committed, after: bytes) -> 
     """The attempt's verdict, edit state and reason after its checked commit."""
     if done.sha is not None:
         result.commit_sha, result.edit_state = done.sha, "committed"
-    elif done.extra:
-        result.reason = (f"the {result.verdict} verdict's commit also held "
-                         f"{', '.join(done.extra)} (a commit hook staged it): commit undone, "
-                         "task file restored")
+    elif done.undone:
+        result.reason = (f"the {result.verdict} verdict's commit {done.why_undone()}: "
+                         "commit undone, task file restored")
         result.verdict, result.edit_state = Verdict.ERROR, "restored"
     else:
         # Kept, so a later run commits it without running the recipe again.

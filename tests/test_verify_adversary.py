@@ -179,3 +179,27 @@ def test_a_pending_edit_is_not_committed_onto_another_checkout(
     assert proc.returncode == 0, proc.stdout
     assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-ok)"
     assert repo.status() == ""
+
+
+def test_a_verdict_commit_a_hook_emptied_is_undone_not_recorded_committed(
+        tmp_path: Path) -> None:
+    # A careless pre-commit hook stashes everything to "test what is committed" and pops it
+    # back: the staged task file goes with the stash, and git records an empty commit. The
+    # verdict is not in it: the row must not say committed (that would also finish the claim,
+    # so no machine would verify the task again). The commit is undone, as one holding other
+    # paths is, and the task is verified again next run.
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    task = repo.root / "backlog" / "tasks" / "task-1 - Task-1.md"
+    before, head = task.read_bytes(), repo.head()
+    hook(repo, "pre-commit", "git stash -q && git stash pop -q\n")
+
+    proc = repo.run("run", *TODAY, "--json")
+
+    [result] = json.loads(proc.stdout)["results"]
+    assert result["verdict"] == "error" and result["edit_state"] == "restored", result
+    assert result["commit_sha"] is None
+    assert "did not hold backlog/tasks/task-1 - Task-1.md" in result["reason"], result
+    assert "undone" in result["reason"]
+    assert proc.returncode == 3
+    assert repo.head() == head and task.read_bytes() == before
+    assert repo.status() == ""

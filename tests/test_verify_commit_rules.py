@@ -96,3 +96,10 @@ def test_a_pending_edit_is_committed_only_on_the_configured_branch() -> None:
     assert readiness.wrong_checkout("a merge is in progress", "main", "main") == (
         "a merge is in progress")
     assert readiness.wrong_checkout(None, "main", "main") is None
+
+
+def test_a_verdict_commit_missing_a_path_of_ours_is_named() -> None:
+    ours = ["backlog/completed/t.md", "backlog/tasks/t.md"]
+    assert drift.missing_paths(list(reversed(ours)), ours) == []
+    assert drift.missing_paths(["backlog/tasks/t.md"], ours) == ["backlog/completed/t.md"]
+    assert drift.missing_paths([], ours[1:]) == ["backlog/tasks/t.md"]
