@@ -292,10 +292,11 @@ class _RepoRun:
                 self.repo_error(result.repo_error, ordered[i + 1:])
                 return
             if not result.go_on:
-                if result.attempt.verdict == Verdict.DRIFT:
-                    for rest in ordered[i + 1:]:
-                        self.finish(self.attempt(Verdict.SKIPPED, task=rest, reason=(
-                            f"not run: {task.task.id}'s recipe left the work tree changed")))
+                # Its recipe left the work tree changed (drift, or killed from outside after
+                # writing into it): no later recipe may start there.
+                for rest in ordered[i + 1:]:
+                    self.finish(self.attempt(Verdict.SKIPPED, task=rest, reason=(
+                        f"not run: {task.task.id}'s recipe left the work tree changed")))
                 return
 
     # -- claims across machines ---------------------------------------------------------------

@@ -120,17 +120,29 @@ def verify_task(ctx: RepoContext, task: eligibility.Classified,
         head = git.head_sha(ctx.root)
         result = run_recipe(ctx, task, timeout)
         if isinstance(result, Attempt):
+            if result.verdict == Verdict.ERROR:
+                # Killed from outside (the OOM killer) after it may have written into the tree:
+                # still the task's `error`, but no later recipe may start on what it left.
+                left = moved_since(ctx, head)
+                if left is not None:
+                    result.reason = f"{result.reason}; {left}"
+                    return TaskResult(result, go_on=False)
             return TaskResult(result)  # after an interruption the driver records the rest
         outcome = result
-        after = git.work_tree_state(ctx.root)
-        head_after = git.head_sha(ctx.root) if after.branch == ctx.repo.branch else None
-        moved = drift.drift_reason(after, ctx.repo.branch, head, head_after)
+        moved = moved_since(ctx, head)
         if moved is not None:
             att = ctx.attempt(Verdict.DRIFT, task=task, started=started, reason=moved)
             att.exit_code, att.duration = outcome.exit_code, outcome.duration
             att.output_path = outcome.output_path
             return TaskResult(att, go_on=False)
     return write_verdict(ctx, task, config, outcome, started, head)
+
+
+def moved_since(ctx: RepoContext, head: str) -> str | None:
+    """How the checkout differs from the clean one on `head` a recipe started in, or None."""
+    after = git.work_tree_state(ctx.root)
+    head_after = git.head_sha(ctx.root) if after.branch == ctx.repo.branch else None
+    return drift.drift_reason(after, ctx.repo.branch, head, head_after)
 
 
 def output_path(ctx: RepoContext, task: eligibility.Classified) -> Path:

@@ -203,3 +203,28 @@ def test_a_verdict_commit_a_hook_emptied_is_undone_not_recorded_committed(
     assert proc.returncode == 3
     assert repo.head() == head and task.read_bytes() == before
     assert repo.status() == ""
+
+
+def test_a_recipe_killed_from_outside_is_still_checked_for_drift(tmp_path: Path) -> None:
+    # The OOM killer ends a recipe after it wrote into the work tree (here the recipe's shell
+    # SIGKILLs itself: a signal loop-verify did not send). Its task is an `error`, left as it
+    # was; what it left must not be blamed on the next task's recipe as that recipe's drift,
+    # and no later recipe may run on the changed tree.
+    repo = make_verify_repo(tmp_path, tasks=[1, 2], justfile=(
+        "verify-oom:\n    touch half-written.txt\n    kill -KILL $$\n\n"
+        "verify-ok:\n    echo ok\n"))
+    first = repo.root / "backlog" / "tasks" / "task-1 - Task-1.md"
+    first.write_text(first.read_text().replace("just verify-ok", "just verify-oom"))
+    repo.commit_all("task 1 runs verify-oom")
+    second = repo.root / "backlog" / "tasks" / "task-2 - Task-2.md"
+    untouched, head = second.read_bytes(), repo.head()
+
+    proc = repo.run("run", *TODAY, "--json")
+
+    results = json.loads(proc.stdout)["results"]
+    verdicts = [(r["verdict"], r["task_id"]) for r in results]
+    assert ("drift", "TASK-2") not in verdicts, results
+    assert verdicts[0] == ("error", "TASK-1"), results
+    assert "half-written.txt" in " ".join(str(r["reason"]) for r in results), results
+    assert verdicts[-1] == ("skipped", "TASK-2"), results
+    assert second.read_bytes() == untouched and repo.head() == head
