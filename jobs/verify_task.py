@@ -275,13 +275,14 @@ def commit_checked(ctx: RepoContext, paths: list[str], message: str,
         made = git.commit_paths(ctx.root, paths, message, new=paths[1:])
         ctx.committed = True
     except git.GitError as exc:
-        now = git.head_sha(ctx.root)
+        now = git.branch_sha(ctx.root, ctx.repo.branch)
         if now == head:
             restore()
             return Committed(refused=str(exc), hook_changed=tree_after_commit(ctx))
         # git failed after it had moved the branch (killed while its post-commit hook ran, or
         # "unable to write new index file" on a full disk): the commit is made, and putting the
         # old bytes back would revert the verdict in the tree. It is checked like any other.
+        # (The branch, not HEAD: a hook that checked out another one moved HEAD, not it.)
         log.warning("verify.commit_made_but_failed", repo=str(ctx.root), commit=now,
                     reason=str(exc))
         ctx.committed = True

@@ -228,3 +228,31 @@ def test_a_recipe_killed_from_outside_is_still_checked_for_drift(tmp_path: Path)
     assert "half-written.txt" in " ".join(str(r["reason"]) for r in results), results
     assert verdicts[-1] == ("skipped", "TASK-2"), results
     assert second.read_bytes() == untouched and repo.head() == head
+
+
+def test_a_refusing_hook_that_checked_out_another_branch_leaves_the_verdict_kept(
+        tmp_path: Path) -> None:
+    # A pre-commit hook checks out another branch and refuses: HEAD moved, main did not. The
+    # commit was not made (kept for a later run, the task file restored), never taken for made.
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    repo.git("branch", "other")
+    repo.git("checkout", "-q", "other")
+    (repo.root / "OTHER.txt").write_text("other\n")
+    repo.git("add", "OTHER.txt")
+    repo.git("commit", "-q", "-m", "other's own commit")
+    other = repo.head()
+    repo.git("checkout", "-q", "main")
+    main_before = repo.head()
+    hook(repo, "pre-commit", "git checkout -q other\nexit 1\n")
+
+    proc = repo.run("run", *TODAY, "--json")
+
+    results = json.loads(proc.stdout)["results"]
+    assert [(r["verdict"], r["task_id"], r["edit_state"]) for r in results] == [
+        ("pass", "TASK-1", "restored"), ("error", None, "none")], results
+    assert "commit failed" in results[0]["reason"], results
+    assert "branch 'other'" in results[1]["reason"], results
+    assert proc.returncode == 3
+    assert repo.git("rev-parse", "main").strip() == main_before
+    assert repo.git("rev-parse", "other").strip() == other
+    assert len(list(repo.state_dir.glob("kept/*.md"))) == 1
