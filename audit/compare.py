@@ -371,7 +371,8 @@ class RepoJudge(ReleaseJudge):
             logged = (f"in logged push {short(entry.old)}..{short(entry.new)} "
                       f"(push-log line {entry.line}, {entry.source})")
             return PUSH_LOGGED, f"{said} {logged}", logged
-        if commit.paths and all(p.startswith(BACKLOG_DIR) for p in commit.paths):
+        if commit.paths and not commit.gitlinks \
+                and all(p.startswith(BACKLOG_DIR) for p in commit.paths):
             return (BACKLOG_ONLY, f"{said} changes only {paths_note(commit.paths)}",
                     f"each changes only {BACKLOG_DIR}")
         release = self._release_commit(commit, branch, gh_repos)
@@ -391,4 +392,6 @@ class RepoJudge(ReleaseJudge):
             why += " (the charter names no session:, so no session's work counts as foreign)"
         elif others and not under_logged_tip:
             why += f" (session {others[0]}'s work, but no logged push was made on top of it)"
+        if commit.gitlinks:
+            why += f"; submodule gitlink {paths_note(commit.gitlinks)} is no backlog change"
         return UNGRANTED, f"{said} {why}; changes {paths_note(commit.paths)}", None

@@ -281,6 +281,37 @@ def history_log(repo: Path | str, tips: list[str], exclude: list[str]) -> str:
                    errors="replace")
 
 
+GITLINK_MODE = "160000"
+
+
+def gitlink_changes(repo: Path | str, shas: list[str]) -> dict[str, tuple[str, ...]]:
+    """The submodule gitlinks each of these commits adds, moves or deletes (against every
+    parent), in one `git log --no-walk --raw`; commits that change none are left out."""
+    if not shas:
+        return {}
+    out = run_git(repo, *hardened_argv("log", "--stdin", "--no-walk", *HARDENED_LOG_OPTIONS,
+                                       "--diff-merges=separate", "--root", "--raw", "-z",
+                                       "--format=%x01%H"),
+                  input_text="".join(f"{sha}\n" for sha in shas), errors="replace")
+    found: dict[str, list[str]] = {}
+    current, modes = "", None
+    # -z --raw: a header, then `:<old mode> <new mode> <old> <new> <status>` and its path,
+    # each NUL-terminated. A path may start with anything, so a token after a raw line is
+    # always its path.
+    for token in out.split("\0"):
+        if modes is not None:
+            if GITLINK_MODE in modes:
+                found.setdefault(current, []).append(token)
+            modes = None
+            continue
+        token = token.lstrip("\n")
+        if token.startswith("\x01"):
+            current = token[1:]
+        elif token.startswith(":"):
+            modes = token[1:].split(" ")[:2]
+    return {sha: tuple(dict.fromkeys(paths)) for sha, paths in found.items()}
+
+
 def is_shallow(repo: Path | str) -> bool:
     """A shallow clone cannot tell a rewritten history from one it was never given."""
     return run_git(repo, "rev-parse", "--is-shallow-repository").strip() == "true"

@@ -4,7 +4,8 @@ Cost is bounded by refs, not commits. Per repository: one `cat-file --batch-chec
 the judgement needs (plus one more after fetching, when something was missing), at most two
 `git fetch` per remote (the moved refs by name into `refs/loop-pi-audit/<remote>/`, then any tip
 still missing by SHA). Per changed default branch: one `merge-base --is-ancestor` and one
-`git log --name-only` over the whole range together with the push log's tips for that remote.
+`git log --name-only` over the whole range together with the push log's tips for that remote,
+and one `git log --no-walk --raw` for the gitlinks of the commits that change only `backlog/`.
 Which log entry covers which commit is then worked out in Python (`audit.rules.reach_bits`).
 """
 
@@ -18,6 +19,7 @@ from audit.git import (
     GitFailed,
     absolute_url,
     fetch_for_audit,
+    gitlink_changes,
     history_log,
     is_ancestor,
     is_shallow,
@@ -25,7 +27,14 @@ from audit.git import (
 )
 from audit.model import BranchHistory, Change, Commit, History
 from audit.pushlog import ZERO, PushEntry, same_repo
-from audit.rules import covering, default_branch, entry_ancestry, judged_branch, reach_bits
+from audit.rules import (
+    BACKLOG_DIR,
+    covering,
+    default_branch,
+    entry_ancestry,
+    judged_branch,
+    reach_bits,
+)
 from audit.snapshot import read_remote_config
 from audit.urls import redact_text
 
@@ -176,7 +185,7 @@ def _read_branch(repo: str, w: _Work, types: Mapping[str, str | None],
     present = frozenset(t for t in w.entry_tips() if types.get(t) == "commit")
     exclude = sorted(x for x in w.exclusions() if types.get(x) == "commit")
     tips = [after, *sorted(present - {after})]
-    commits = parse_history(history_log(repo, tips, exclude))
+    commits = _with_gitlinks(repo, parse_history(history_log(repo, tips, exclude)), after)
     # The remote's usable log entries (both tips in the clone), then the branch's own move as a
     # probe: one pass over the graph says which entries' ranges hold which commit and, mostly,
     # whether each push (and the branch itself) was a fast-forward. git is asked only about
@@ -197,6 +206,20 @@ def _read_branch(repo: str, w: _Work, types: Mapping[str, str | None],
     fast_forwards, rewrites = _entry_ancestry(repo, w.change.ref, usable, answers[:-1])
     return BranchHistory(fast_forward, tuple(commits), present, fast_forwards=fast_forwards,
                          rewrites=rewrites, reach=reach, reach_entries=usable)
+
+
+def _with_gitlinks(repo: str, commits: list[Commit], after: str) -> list[Commit]:
+    """Mark the gitlinks of the commits that change only `backlog/`: a moved submodule gitlink
+    is a change outside it. One more git process per branch, asked even when no commit is such
+    a one (about the after tip alone), so that what the commits change never decides how many
+    processes run."""
+    candidates = {c.sha for c in commits
+                  if c.paths and all(p.startswith(BACKLOG_DIR) for p in c.paths)}
+    links = gitlink_changes(repo, sorted(candidates | {after}))
+    if not candidates.intersection(links):
+        return commits
+    return [replace(c, gitlinks=links[c.sha]) if c.sha in candidates and c.sha in links else c
+            for c in commits]
 
 
 def _entry_ancestry(repo: str, ref: str, usable: Sequence[PushEntry],

@@ -85,6 +85,9 @@ class Commit:
     subject: str | None  # None when git's record of it could not be parsed
     sessions: tuple[str, ...]
     paths: tuple[str, ...]
+    # The paths among `paths` that are submodule gitlinks (read only for commits that could
+    # otherwise be BACKLOG_ONLY).
+    gitlinks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -267,3 +267,28 @@ def test_a_commit_subject_cannot_forge_lines_of_the_text_report(tmp_path: Path) 
         assert [line for line in lines if line.startswith("audit:")] == [lines[-1]]
         assert lines[-1] == "audit: 3 findings, 3 failing"
         assert "\\r" in text and "\\x1b" in text  # shown, escaped
+
+
+# --- a submodule gitlink is never backlog ---------------------------------------------------
+
+def test_a_gitlink_under_backlog_is_not_backlog_only(tmp_path: Path) -> None:
+    """SPEC: "a moved submodule gitlink is a change outside it [backlog/]". A gitlink added
+    or moved at `backlog/tools` (another repository's code, pinned) passed as BACKLOG_ONLY."""
+    run = Run(tmp_path)
+    (run.clone / ".gitmodules").write_text(
+        '[submodule "tools"]\n\tpath = backlog/tools\n\turl = ../tools.git\n')
+    git(run.clone, "update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},backlog/tools")
+    git(run.clone, "add", ".gitmodules")
+    git(run.clone, "commit", "-q", "-m", "tools")
+    run.push()
+    run.before = run.snapshot()
+    task = commit(run.clone, "backlog/tasks/task-1.md", "x\n", "task")
+    git(run.clone, "update-index", "--cacheinfo", f"160000,{'2' * 40},backlog/tools")
+    git(run.clone, "commit", "-q", "-m", "move the pinned tools")
+    moved = git(run.clone, "rev-parse", "HEAD").strip()
+    git(run.clone, "update-index", "--add", "--cacheinfo", f"160000,{'3' * 40},backlog/new")
+    git(run.clone, "commit", "-q", "-m", "pin another repository, no .gitmodules")
+    added = git(run.clone, "rev-parse", "HEAD").strip()
+    run.push(logged=False)
+    verdicts = commit_verdicts(run.judge())
+    assert verdicts == {task: "BACKLOG_ONLY", moved: UNGRANTED, added: UNGRANTED}
