@@ -40,6 +40,10 @@ class RemoteConfig:
     fetch_url: str | None = None
     # Where `git push <name>` goes: every push URL, else every URL (after rewriting).
     push_urls: list[str] = field(default_factory=list)
+    # URLs to list that an insteadOf rule would rewrite once more (url → where to): git
+    # rewrites a remote's URL once, but listing the rewritten URL by itself would rewrite it
+    # again with the user's global rules, and look elsewhere than where git pushes.
+    rewritten_again: dict[str, str] = field(default_factory=dict)
     # The repository's `http[.<url>].extraHeader` settings that carry credentials (CI checkouts
     # keep their token there): passed on to the ls-remote run outside the clone. Only
     # `Authorization:` headers; nothing else the run could write there goes along.
@@ -93,6 +97,10 @@ def read_remote_config(repo: Path | str) -> dict[str, RemoteConfig]:
         remote.effective = list(dict.fromkeys(fetch + push))
         remote.fetch_url = fetch[0] if fetch else None
         remote.push_urls = list(dict.fromkeys(push))
+        for url in [*fetch[:1], *push]:
+            again = _rewrite(url, plain)
+            if again is not None and again != url:
+                remote.rewritten_again[url] = again
         remote.auth_headers = headers
     return dict(sorted(remotes.items()))
 
@@ -134,6 +142,11 @@ def snapshot_remote(repo: str, remote: RemoteConfig, timeout: float) -> dict[str
     if remote.fetch_url is None:
         return {"available": False, **part,
                 "reason": f"remote {remote.name} has no url configured"}
+    if remote.rewritten_again:
+        url, again = next(iter(remote.rewritten_again.items()))
+        return {"available": False, **part, "reason": redact_text(
+            f"an insteadOf rule rewrites {url} once more, to {again}: git rewrites a URL once, "
+            f"so listing {url} would look elsewhere than {remote.name} leads")}
     try:
         # By URL, outside the clone: a remote.<name>.uploadpack, a remote helper or any other
         # setting the run could write into its clone's config cannot choose who answers.

@@ -292,3 +292,24 @@ def test_a_gitlink_under_backlog_is_not_backlog_only(tmp_path: Path) -> None:
     run.push(logged=False)
     verdicts = commit_verdicts(run.judge())
     assert verdicts == {task: "BACKLOG_ONLY", moved: UNGRANTED, added: UNGRANTED}
+
+
+def test_a_second_insteadof_rule_cannot_send_the_listing_to_a_pristine_copy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """git rewrites a remote's URL once. The snapshot lists the rewritten URL by itself, outside
+    the clone, where git applied the user's global rules to it once more: a rule the run wrote
+    there (rewritten URL → a pristine copy) showed the copy's refs, and an unlogged push was
+    "no remote changes"."""
+    global_config = isolate_git(monkeypatch, tmp_path)
+    run = Run(tmp_path, github=True)  # origin's URL reaches the bare remote through insteadOf
+    pristine = tmp_path / "pristine.git"
+    git(tmp_path, "clone", "-q", "--bare", str(run.bare), str(pristine))
+    commit(run.clone, "src/evil.py", "x\n", "sneak")
+    run.push(logged=False)
+    git(tmp_path, "config", "--file", str(global_config), f"url.{pristine}.insteadOf",
+        str(run.bare))
+    findings = run.judge()
+    assert exit_code(findings) != 0
+    origin = [f for f in findings if f.remote == "origin"]
+    assert origin and all(f.verdict == UNVERIFIED for f in origin)
+    assert any("insteadOf" in f.reason for f in origin)
