@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from audit_helpers import (
     run_cli,
 )
 
-from audit.model import UNGRANTED, UNVERIFIED, exit_code
+from audit.model import NON_FAST_FORWARD, UNGRANTED, UNVERIFIED, exit_code
 from audit.snapshot import take_snapshot
 
 
@@ -313,3 +314,35 @@ def test_a_second_insteadof_rule_cannot_send_the_listing_to_a_pristine_copy(
     origin = [f for f in findings if f.remote == "origin"]
     assert origin and all(f.verdict == UNVERIFIED for f in origin)
     assert any("insteadOf" in f.reason for f in origin)
+
+
+# --- the clone's object store is the run's to edit ----------------------------------------------
+
+@pytest.mark.xfail(strict=True, reason=(
+    "known, not fixed: hashing every listed commit (one cat-file --batch) stops it but costs "
+    "about 0.25 s of CPU per 20,000 commits, past bench/audit.py's 2x goal; the lead decides"))
+def test_a_forged_commit_object_cannot_turn_a_rewrite_into_a_fast_forward(
+        tmp_path: Path) -> None:
+    """git checks an object against its name when a walk starts from it, not when it follows a
+    parent. The run rewrote an intermediate commit's object file in its clone so that its parent
+    line named the old tip: the rewrite read as a fast-forward, and closeout passed (exit 0)
+    what fails "whatever the log says"."""
+    run = Run(tmp_path)
+    base = rev(run.clone, "HEAD")
+    kept = commit(run.clone, "src/auth.py", "check()\n", "auth")
+    run.push()
+    run.before = run.snapshot()
+    git(run.clone, "checkout", "-q", "-b", "rewrite", base)
+    dropped = commit(run.clone, "src/auth.py", "pass\n", "disable auth")
+    commit(run.clone, "backlog/t.md", "x\n", "task")
+    run.push("rewrite", force=True)  # logged: a rewrite fails all the same
+    raw = git(run.clone, "cat-file", "commit", dropped)
+    forged = raw.replace(f"parent {base}", f"parent {kept}").encode()
+    loose = run.clone / ".git" / "objects" / dropped[:2] / dropped[2:]
+    loose.chmod(0o644)
+    loose.write_bytes(zlib.compress(b"commit %d\0" % len(forged) + forged))
+    findings = run.judge()
+    assert exit_code(findings) != 0
+    branch = next(f for f in findings if f.kind == "branch-moved")
+    assert branch.verdict in (NON_FAST_FORWARD, UNVERIFIED), branch
+    assert all(f.verdict != "PUSH_LOGGED" for f in findings)
