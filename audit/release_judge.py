@@ -52,8 +52,8 @@ class ReleaseJudge(JudgeBase):
             rel_repo = self._release_repo(rel, part)
             if rel_repo is None or rel_repo.lower() not in [g.lower() for g in granted]:
                 continue
-            if rel.get("author") not in RELEASE_BOTS:
-                continue
+            if rel.get("author") not in RELEASE_BOTS or rel.get("draft") is not False:
+                continue  # a draft is no release yet (docs/audit.md)
             if commit.sha in self._tag_commits(rel_repo, str(rel["tag_name"]), self.after):
                 return RELEASE_PLEASE, (f"is release {rel['tag_name']} by {rel['author']} "
                                         f"(granted for {rel_repo}); changes "
@@ -187,6 +187,8 @@ class ReleaseJudge(JudgeBase):
         if author not in RELEASE_BOTS:
             return UNGRANTED, (f"release {tag} made by {author}, not by "
                                f"{' or '.join(RELEASE_BOTS)}")
+        if rel.get("draft") is not False:
+            return UNGRANTED, f"release {tag} by {author} is a draft, not a release yet"
         targets = self._tag_commits(gh_repo, tag, self.after)
         if not targets:
             return UNGRANTED, f"release {tag} by {author}: its tag is on no remote of {gh_repo}"

@@ -622,3 +622,16 @@ def test_entry_ancestry_reads_fast_forwards_off_the_graph() -> None:
     # Inside the graph: settled either way; an old tip on the graph's edge: settled when the
     # new tip reaches it; an old tip the graph never saw: git must be asked (None).
     assert got == [True, False, True, None, None, None]
+
+
+def test_a_draft_release_grants_nothing(tmp_path: Path) -> None:
+    """docs/audit.md: draft releases do not qualify for RELEASE_PLEASE. A draft by the bot whose
+    tag the run had pushed passed the release commit, its tag and the draft itself."""
+    run = Run(tmp_path, github=True, authority=f"release-please {GH}")
+    sha = release_please_lands(run)
+    findings = run.judge(with_releases(run, {**release("v1.2.0"), "draft": True,
+                                             "published_at": None}))
+    got = verdicts(findings)
+    assert got[(sha, "commit")] == UNGRANTED
+    assert got[("refs/tags/v1.2.0", "tag-added")] == UNGRANTED
+    assert got[("releases/v1.2.0", "release-added")] == UNGRANTED
