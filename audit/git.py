@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import subprocess
@@ -279,6 +280,38 @@ def history_log(repo: Path | str, tips: list[str], exclude: list[str]) -> str:
                                         f"--format={HISTORY_FORMAT}"), input_text=revs,
                    # Text that can always be written out: invalid UTF-8 becomes U+FFFD.
                    errors="replace")
+
+
+def forged_commits(repo: Path | str, shas: list[str]) -> list[str]:
+    """The commits among `shas` whose stored bytes do not hash to their name, in one
+    `git cat-file --batch`. git checks an object against its name where a walk starts, not
+    where it follows a parent: an object file the run rewrote in its clone would otherwise be
+    read as the commit it names (its parents, so the graph, included)."""
+    if not shas:
+        return []
+    out = run_git(repo, *hardened_argv("cat-file", "--batch"),
+                  input_text="".join(f"{sha}\n" for sha in shas)).encode("utf-8",
+                                                                       "surrogateescape")
+    bad: list[str] = []
+    at = 0
+    try:
+        for sha in shas:
+            end = out.index(b"\n", at)
+            header = out[at:end].split(b" ")
+            at = end + 1
+            if len(header) != 3:
+                bad.append(sha)  # `<name> missing`
+                continue
+            size = int(header[2])
+            body = out[at:at + size]
+            at += size + 1
+            digest = (hashlib.sha256 if len(sha) == 64 else hashlib.sha1)(
+                header[1] + b" %d\0" % size + body).hexdigest()
+            if header[1] != b"commit" or digest != sha:
+                bad.append(sha)
+    except ValueError:  # output cut short or garbled: nothing in it is vouched for
+        return list(shas)
+    return bad
 
 
 GITLINK_MODE = "160000"

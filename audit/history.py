@@ -3,9 +3,11 @@
 Cost is bounded by refs, not commits. Per repository: one `cat-file --batch-check` for every tip
 the judgement needs (plus one more after fetching, when something was missing), at most two
 `git fetch` per remote (the moved refs by name into `refs/loop-pi-audit/<remote>/`, then any tip
-still missing by SHA). Per changed default branch: one `merge-base --is-ancestor` and one
-`git log --name-only` over the whole range together with the push log's tips for that remote,
-and one `git log --no-walk --raw` for the gitlinks of the commits that change only `backlog/`.
+still missing by SHA). Per changed default branch: one `git log --name-only` over the whole
+range together with the push log's tips for that remote, one `git log --no-walk --raw` for the
+gitlinks of the commits that change only `backlog/`, `merge-base --is-ancestor` only for a
+logged push the graph cannot settle, and (`verify_passing`, for a branch that would pass) one
+`cat-file --batch` that checks each commit against its name.
 Which log entry covers which commit is then worked out in Python (`audit.rules.reach_bits`).
 """
 
@@ -19,6 +21,7 @@ from audit.git import (
     GitFailed,
     absolute_url,
     fetch_for_audit,
+    forged_commits,
     gitlink_changes,
     history_log,
     is_ancestor,
@@ -197,15 +200,39 @@ def _read_branch(repo: str, w: _Work, types: Mapping[str, str | None],
     answers = entry_ancestry(commits, [*usable, probe], reach)
     fast_forward = None
     if before is not None:
-        fast_forward = answers[-1]
-        if fast_forward is None:
-            fast_forward = is_ancestor(repo, before, after)
+        # The graph holds every commit the after tip reaches and the before tip does not: before
+        # is an ancestor exactly when it is the parent of one of them. git is not asked: its
+        # walk below the before tip would read objects `verify_passing` never checks.
+        fast_forward = before == after or bool(answers[-1])
     if fast_forward is False and is_shallow(repo):
         return BranchHistory(None, problem=f"{repo} is a shallow clone: it cannot tell whether "
                              f"{w.change.ref} was rewritten or its history was cut")
     fast_forwards, rewrites = _entry_ancestry(repo, w.change.ref, usable, answers[:-1])
     return BranchHistory(fast_forward, tuple(commits), present, fast_forwards=fast_forwards,
                          rewrites=rewrites, reach=reach, reach_entries=usable)
+
+
+def verify_passing(history: History, failing: set[tuple[str, str, str]]) -> History:
+    """Check every commit of each branch not already failing against its name (one
+    `cat-file --batch` per such branch): a branch whose history holds an edited object cannot
+    be judged. A failing branch is left alone, since an edited object could not make it worse
+    for the run; so a run that fails anyway pays nothing for the check."""
+    branches = dict(history.branches)
+    changed = False
+    for key, hist in history.branches.items():
+        if key in failing or hist.problem is not None or not hist.commits:
+            continue
+        try:
+            forged = forged_commits(key[0], [c.sha for c in hist.commits])
+        except GitFailed as exc:
+            forged, why = ["?"], f"its commits could not be checked: {exc}"
+        else:
+            why = (f"commit {forged[0][:12]} in the clone does not match its name (its object "
+                   "file was edited): the history read cannot be trusted") if forged else ""
+        if forged:
+            branches[key] = BranchHistory(None, problem=why)
+            changed = True
+    return replace(history, branches=branches) if changed else history
 
 
 def _with_gitlinks(repo: str, commits: list[Commit], after: str) -> list[Commit]:

@@ -25,8 +25,8 @@ from typing import Any
 from audit.charter import Charter, charter_sha256, load_charter
 from audit.compare import judge
 from audit.github import github_hosts
-from audit.history import gather_history
-from audit.model import Finding, exit_code
+from audit.history import gather_history, verify_passing
+from audit.model import FAILING, Finding, exit_code
 from audit.pushlog import PushEntry, read_push_log
 from audit.record import record_audit
 from audit.report import render_both, render_json, render_text
@@ -99,7 +99,14 @@ def compare(*, before_file: str, after_file: str, charter: str | None, push_log:
 def judge_snapshots(before: Mapping[str, Any], after: Mapping[str, Any],
                     entries: Sequence[PushEntry], charter: Charter | None) -> list[Finding]:
     history = gather_history(before, after, entries)
-    return judge(before, after, charter, history, github_hosts())
+    findings = judge(before, after, charter, history, github_hosts())
+    # Only what would pass is worth checking against edited objects (see verify_passing).
+    failing = {(f.repo, f.remote, f.ref) for f in findings
+               if f.kind.startswith("branch-") and f.verdict in FAILING}
+    checked = verify_passing(history, failing)
+    if checked is history:
+        return findings
+    return judge(before, after, charter, checked, github_hosts())
 
 
 def resolve_charter(arg: str | None, before: Mapping[str, Any], before_path: Path, *,
