@@ -135,6 +135,9 @@ def git_env(base: Mapping[str, str] = os.environ) -> dict[str, str]:
     env.setdefault("GIT_ALLOW_PROTOCOL", ALLOWED_PROTOCOLS)
     env.setdefault("GCM_INTERACTIVE", "never")
     env["LC_ALL"] = "C"
+    # Fully buffered output: into a pipe git would otherwise flush after every commit of a log,
+    # and each of those small writes wakes the reader (20,000 wake-ups for 20,000 commits).
+    env["GIT_FLUSH"] = "0"
     return env
 
 
