@@ -292,7 +292,7 @@ def forged_commits(repo: Path | str, shas: list[str]) -> list[str]:
     read as the commit it names (its parents, so the graph, included)."""
     if not shas:
         return []
-    out = run_git(repo, *hardened_argv("cat-file", "--batch"),
+    out = run_git(repo, *hardened_argv("cat-file", "--batch", "--buffer"),
                   input_text="".join(f"{sha}\n" for sha in shas)).encode("utf-8",
                                                                        "surrogateescape")
     bad: list[str] = []
