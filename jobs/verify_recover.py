@@ -15,7 +15,7 @@ from jobs.edit_plan import sha256
 from jobs.ledger import Attempt
 from jobs.logs import get_logger
 from jobs.verdict import Verdict
-from jobs.verify_task import RepoContext, check_commit, commit_checked
+from jobs.verify_task import RepoContext, check_commit, commit_checked, commit_made
 
 log = get_logger("loop-verify")
 
@@ -108,8 +108,7 @@ def recover_pending(ctx: RepoContext, pending: list[Attempt], finish: Finish,
             assert p.commit_message is not None
             head = git.head_sha(root)
             try:
-                made = git.commit_paths(root, paths, p.commit_message, new=paths[1:])
-                ctx.committed = True
+                made = commit_made(ctx, paths, p.commit_message, head)
             except git.GitError as exc:
                 # Left pending, as it is: the next run tries again (a stale index.lock, say).
                 finish(ctx.attempt(Verdict.SKIPPED, reason=(

@@ -272,22 +272,31 @@ def commit_checked(ctx: RepoContext, paths: list[str], message: str,
     if head is None:
         head = git.head_sha(ctx.root)
     try:
+        made = commit_made(ctx, paths, message, head)
+    except git.GitError as exc:
+        restore()
+        return Committed(refused=str(exc), hook_changed=tree_after_commit(ctx))
+    return check_commit(ctx, head, made, paths)
+
+
+def commit_made(ctx: RepoContext, paths: list[str], message: str, head: str) -> git.Commit:
+    """`git.commit_paths` on `head`, except that a commit git made before it failed counts as
+    made; GitError only when the configured branch did not move."""
+    try:
         made = git.commit_paths(ctx.root, paths, message, new=paths[1:])
-        ctx.committed = True
     except git.GitError as exc:
         now = git.branch_sha(ctx.root, ctx.repo.branch)
         if now == head:
-            restore()
-            return Committed(refused=str(exc), hook_changed=tree_after_commit(ctx))
+            raise
         # git failed after it had moved the branch (killed while its post-commit hook ran, or
         # "unable to write new index file" on a full disk): the commit is made, and putting the
         # old bytes back would revert the verdict in the tree. It is checked like any other.
         # (The branch, not HEAD: a hook that checked out another one moved HEAD, not it.)
         log.warning("verify.commit_made_but_failed", repo=str(ctx.root), commit=now,
                     reason=str(exc))
-        ctx.committed = True
         made = git.Commit(now, alone=False)
-    return check_commit(ctx, head, made, paths)
+    ctx.committed = True
+    return made
 
 
 def check_commit(ctx: RepoContext, head: str, made: git.Commit, paths: list[str]) -> Committed:
