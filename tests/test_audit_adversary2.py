@@ -49,6 +49,17 @@ def _write(path: Path, snap: dict[str, Any]) -> Path:
     return path
 
 
+def _malformed(tmp_path: Path, before: dict[str, Any], after: dict[str, Any], bad: str) -> str:
+    """`compare` of the two snapshots must refuse the `bad` one ("before" or "after") as
+    malformed, exit 2 naming its file; its stderr."""
+    paths = {name: _write(tmp_path / f"{name}.json", snap)
+             for name, snap in (("before", before), ("after", after))}
+    done = run_cli("compare", str(paths["before"]), str(paths["after"]))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith(f"loop-pi-audit: {paths[bad]}: not a loop-pi-audit snapshot")
+    return done.stderr
+
+
 # --- snapshot files are input: a value in them never reaches git as an option -----------------
 
 def test_a_ref_value_in_a_snapshot_file_is_an_object_name_never_a_git_option(
@@ -60,12 +71,9 @@ def test_a_ref_value_in_a_snapshot_file_is_an_object_name_never_a_git_option(
     marker = tmp_path / "ran"
     before["repos"][key]["remotes"]["origin"]["refs"]["refs/heads/main"] = (
         f"--upload-pack=touch {marker}; git-upload-pack")
-    bad = _write(tmp_path / "before.json", before)
-    done = run_cli("compare", str(bad), str(_write(tmp_path / "after.json", after)))
+    stderr = _malformed(tmp_path, before, after, bad="before")
     assert not marker.exists()
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert done.stderr.startswith(f"loop-pi-audit: {bad}: not a loop-pi-audit snapshot")
-    assert "refs/heads/main" in done.stderr
+    assert "refs/heads/main" in stderr
 
 
 @pytest.mark.parametrize("part", ["tags", "symref-target"])
@@ -76,10 +84,7 @@ def test_local_tag_values_and_symref_targets_must_be_well_formed_too(
         before["repos"][key]["tags"]["tags"]["refs/tags/v1"] = "v1"
     else:
         before["repos"][key]["remotes"]["origin"]["symrefs"]["HEAD"] = "main"
-    bad = _write(tmp_path / "before.json", before)
-    done = run_cli("compare", str(bad), str(_write(tmp_path / "after.json", after)))
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert done.stderr.startswith(f"loop-pi-audit: {bad}: not a loop-pi-audit snapshot")
+    _malformed(tmp_path, before, after, bad="before")
 
 
 @pytest.mark.parametrize("assets", [True, 1.5, {"a.tgz": {"name": "a.tgz"}}, ["a.tgz"],
@@ -96,12 +101,7 @@ def test_a_release_with_malformed_assets_is_a_malformed_snapshot(
                           "author": "release-please[bot]", "repo": "acme/widgets",
                           "assets": []}]}
     after["repos"][key]["releases"]["releases"][0]["assets"] = assets
-    good = _write(tmp_path / "before.json", before)
-    bad = _write(tmp_path / "after.json", after)
-    done = run_cli("compare", str(good), str(bad))
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert done.stderr.startswith(f"loop-pi-audit: {bad}: not a loop-pi-audit snapshot")
-    assert "assets" in done.stderr
+    assert "assets" in _malformed(tmp_path, before, after, bad="after")
 
 
 # --- every URL a push goes to is looked at ----------------------------------------------------

@@ -23,6 +23,18 @@ def hook(repo: VerifyRepo, name: str, body: str) -> Path:
     return path
 
 
+def other_branch(repo: VerifyRepo) -> tuple[str, str]:
+    """A branch `other` one commit of its own ahead, main checked out again: (other, main)."""
+    repo.git("branch", "other")
+    repo.git("checkout", "-q", "other")
+    (repo.root / "OTHER.txt").write_text("other\n")
+    repo.git("add", "OTHER.txt")
+    repo.git("commit", "-q", "-m", "other's own commit")
+    other = repo.head()
+    repo.git("checkout", "-q", "main")
+    return other, repo.head()
+
+
 def kill_pid_in(path: Path) -> None:
     """SIGKILL the one process this test's hook started and wrote the pid of."""
     if path.exists():
@@ -58,14 +70,7 @@ def test_a_hook_that_checks_out_another_branch_is_the_repositorys_error(
     # only the task file: it stands, and its SHA is main's. The hook's branch is never reset,
     # and the next task's recipe is neither run on that branch nor blamed for it as drift.
     repo = make_verify_repo(tmp_path, tasks=[1, 2])
-    repo.git("branch", "other")
-    repo.git("checkout", "-q", "other")
-    (repo.root / "OTHER.txt").write_text("other\n")
-    repo.git("add", "OTHER.txt")
-    repo.git("commit", "-q", "-m", "other's own commit")
-    other = repo.head()
-    repo.git("checkout", "-q", "main")
-    main_before = repo.head()
+    other, main_before = other_branch(repo)
     hook(repo, "post-commit", "git checkout -q other\n")
     second = repo.root / "backlog" / "tasks" / "task-2 - Task-2.md"
     untouched = second.read_bytes()
@@ -235,14 +240,7 @@ def test_a_refusing_hook_that_checked_out_another_branch_leaves_the_verdict_kept
     # A pre-commit hook checks out another branch and refuses: HEAD moved, main did not. The
     # commit was not made (kept for a later run, the task file restored), never taken for made.
     repo = make_verify_repo(tmp_path, tasks=[1])
-    repo.git("branch", "other")
-    repo.git("checkout", "-q", "other")
-    (repo.root / "OTHER.txt").write_text("other\n")
-    repo.git("add", "OTHER.txt")
-    repo.git("commit", "-q", "-m", "other's own commit")
-    other = repo.head()
-    repo.git("checkout", "-q", "main")
-    main_before = repo.head()
+    other, main_before = other_branch(repo)
     hook(repo, "pre-commit", "git checkout -q other\nexit 1\n")
 
     proc = repo.run("run", *TODAY, "--json")
