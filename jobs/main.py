@@ -1,14 +1,25 @@
-"""loop-verify's command line: argparse wiring only; each verb lives in jobs/commands/."""
+"""loop-verify's command line: argparse wiring only; each verb lives in jobs/commands/.
+
+Start-up is most of what a user waits for in `--help` and `list`, so the garbage collector is
+off while the command line is parsed and the verb's modules are imported: those imports make
+tens of thousands of objects that live as long as the process, and collecting among them cost
+about 4 ms of every start (a tenth of an empty `list`). argparse is imported when the parser is
+built, inside that window.
+"""
 
 from __future__ import annotations
 
-import argparse
+import gc
 import os
 import sys
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from jobs.errors import cli_entry
-from jobs.version import VersionAction
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing for --help
+if TYPE_CHECKING:
+    import argparse
 
 
 def terminal_columns() -> int:
@@ -29,14 +40,12 @@ def terminal_columns() -> int:
     return columns
 
 
-class HelpFormatter(argparse.HelpFormatter):
+def help_formatter(prog: str) -> argparse.HelpFormatter:
     """argparse's own formatter, given the width argparse would compute (see terminal_columns);
     every parser builds one when it is made, not only when help is printed."""
+    import argparse
 
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
-                 width: int | None = None) -> None:
-        super().__init__(prog, indent_increment, max_help_position,
-                         terminal_columns() - 2 if width is None else width)
+    return argparse.HelpFormatter(prog, width=terminal_columns() - 2)
 
 
 def _config_option(p: argparse.ArgumentParser) -> None:
@@ -112,15 +121,19 @@ def build_parser(only: str | None = None, *, options: bool = True) -> argparse.A
     verbs without theirs (enough for `--help`, which lists the verbs, and for a missing or
     unknown one). Each verb's parser costs start-up time: building all of them cost `list`
     more than an empty backlog does."""
+    import argparse
+
+    from jobs.version import VersionAction
+
     parser = argparse.ArgumentParser(
-        prog="loop-verify", formatter_class=HelpFormatter,
+        prog="loop-verify", formatter_class=help_formatter,
         description="Run due Backlog.md verifications and record each verdict in its task.")
     parser.add_argument("--version", action=VersionAction)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (help_text, add_options) in VERBS.items():
         if only is not None and name != only:
             continue
-        verb = subparsers.add_parser(name, help=help_text, formatter_class=HelpFormatter)
+        verb = subparsers.add_parser(name, help=help_text, formatter_class=help_formatter)
         if options:
             add_options(verb)
     return parser
@@ -138,39 +151,56 @@ def lean_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
 
 @cli_entry("loop-verify")
 def main(argv: Sequence[str] | None = None) -> int:
-    global _nothing_to_close
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = lean_parser(argv).parse_args(argv)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        args = lean_parser(argv).parse_args(argv)
+        verb = _verb(args)
+        if collecting and args.command != "list":
+            gc.enable()  # list makes no cycles and holds the process only for a moment
+        return verb()
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _verb(args: argparse.Namespace) -> Callable[[], int]:
+    """The verb the command line names, its module imported, ready to call."""
     command: str = args.command
     if command == "run":
         from jobs.commands import run
-        return run.main(config=args.config, repos=args.repo, today=args.today,
-                        timeout=args.timeout, dry_run=args.dry_run, as_json=args.json)
+        return partial(run.main, config=args.config, repos=args.repo, today=args.today,
+                       timeout=args.timeout, dry_run=args.dry_run, as_json=args.json)
     if command == "list":
         from jobs.commands import list as list_cmd
-        code = list_cmd.main(config_path=args.config, repos=args.repo, today=args.today,
-                             as_json=args.json)
-        _nothing_to_close = True  # list holds no thread, database or log handler
-        return code
+
+        def listing() -> int:
+            global _nothing_to_close
+            code = list_cmd.main(config_path=args.config, repos=args.repo, today=args.today,
+                                 as_json=args.json)
+            _nothing_to_close = True  # list holds no thread, database or log handler
+            return code
+        return listing
     if command == "history":
         from jobs.commands import history
-        return history.main(config_path=args.config, since=args.since, repo=args.repo,
-                            machine=args.machine, as_json=args.json)
+        return partial(history.main, config_path=args.config, since=args.since, repo=args.repo,
+                       machine=args.machine, as_json=args.json)
     if command == "review":
         from jobs.commands import review
-        return review.main(review.ReviewOptions(
+        return partial(review.main, review.ReviewOptions(
             config=args.config, out=args.out, format=args.format, since=args.since,
             until=args.until, repo=args.repo, task=args.task, verdict=args.verdict,
             machine=args.machine))
     if command == "serve":
         from jobs.commands import serve
-        return serve.main(config_path=args.config)
+        return partial(serve.main, config_path=args.config)
     if command in ("install", "uninstall"):
         from jobs.commands import install
-        return install.main(action=command, kind=args.kind,
-                            config_path=args.config, print_only=args.print_only)
+        return partial(install.main, action=command, kind=args.kind,
+                       config_path=args.config, print_only=args.print_only)
     from jobs.commands import doctor
-    return doctor.main(config_path=args.config)
+    return partial(doctor.main, config_path=args.config)
 
 # Set by a verb that returned normally and left nothing the interpreter's teardown must close.
 _nothing_to_close = False

@@ -190,3 +190,33 @@ def test_list_compiles_no_source_at_start_up() -> None:
     proc = subprocess.run([sys.executable, "-c", COUNT_COMPILES], capture_output=True, text=True,
                           check=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert json.loads(proc.stdout.splitlines()[-1]) == []
+
+
+def test_main_leaves_the_collector_as_it_found_it(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The collector is off only while `main` parses and imports (and through `list`): a verb
+    that holds the process gets it back, and every way out of `main` restores it."""
+    import gc
+
+    from jobs.commands import doctor
+    from jobs.main import main
+
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    seen: list[bool] = []
+    monkeypatch.setattr(doctor, "main", lambda config_path: seen.append(gc.isenabled()) or 0)
+    listing = ["list", "--json", "--config", str(repo.config_path), "--today", "2026-11-30"]
+    for argv in (listing, ["list", "--config", str(tmp_path / "missing.yaml")], ["doctor"],
+                 ["bogus"], ["--help"]):
+        for enabled in (True, False):
+            (gc.enable if enabled else gc.disable)()
+            try:
+                main(argv)
+            except SystemExit:
+                pass
+            finally:
+                after = gc.isenabled()
+                gc.enable()
+            assert after is enabled, (argv, enabled)
+    assert seen == [True, False]
+    capsys.readouterr()
