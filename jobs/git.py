@@ -11,8 +11,11 @@ import contextlib
 import hashlib
 import os
 import re
+import select
+import signal
 import subprocess
 import tempfile
+import time
 from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -73,8 +76,12 @@ class Finished:
     pid: int
 
 
+# Seconds a git process told to stop (SIGTERM) has before it is killed (SIGKILL).
+STOP_GRACE = 5.0
+
+
 def _git(root: Path, args: Sequence[str], timeout: float | None = None,
-         settings: Sequence[str] = ()) -> Finished:
+         settings: Sequence[str] = (), grace: float = STOP_GRACE) -> Finished:
     # Output goes to unlinked files, never pipes: a hook, filter or fsmonitor that leaves a
     # process in the background holding git's stdout or stderr would keep a pipe open, and
     # reading it to the end would wait for that process rather than for git.
@@ -82,18 +89,67 @@ def _git(root: Path, args: Sequence[str], timeout: float | None = None,
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
             with subprocess.Popen(["git", *settings, *args], cwd=root, env=_env(),
                                   stdin=subprocess.DEVNULL, stdout=out, stderr=err) as proc:
-                try:
-                    proc.wait(timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
-                    raise GitError(
-                        f"git {args[0]} failed: no answer within {timeout:g} s") from None
+                if not _ended(proc, timeout):
+                    _stop(proc, grace)
+                    raise GitError(f"git {args[0]} failed: still running after {timeout:g} s "
+                                   "(a hook that does not end?); it and what it started were "
+                                   "stopped")
             out.seek(0)
             err.seek(0)
             return Finished(proc.returncode, out.read(), err.read(), proc.pid)
     except OSError as exc:
         raise GitError(f"git {args[0]} cannot be started: {exc}") from None
+
+
+def _ended(proc: subprocess.Popen[bytes], timeout: float | None) -> bool:
+    """Wait for `proc` to end, for at most `timeout` seconds (None: as long as it takes)."""
+    if timeout is None:
+        proc.wait()
+        return True
+    # A pidfd wakes the wait the moment git ends, where Popen.wait(timeout) polls and would add
+    # up to milliseconds to every verdict commit. macOS has none: there it polls.
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        ready, _, _ = select.select([fd], [], [], timeout)
+    finally:
+        os.close(fd)
+    if not ready:
+        return False
+    proc.wait()
+    return True
+
+
+def _stop(proc: subprocess.Popen[bytes], grace: float) -> None:
+    """Stop git and the processes it started (its hooks and theirs): SIGTERM first, on which
+    git removes its own lock files, then SIGKILL to whatever is left after `grace` seconds.
+    A process that has left git's tree by then (a daemon) is not found."""
+    import psutil
+
+    from jobs.proctree import send
+
+    try:
+        leader = psutil.Process(proc.pid)
+        started = leader.children(recursive=True)
+    except psutil.Error:
+        leader, started = None, []
+    if leader is not None:
+        send(leader, signal.SIGTERM)
+    for p in started:
+        send(p, signal.SIGTERM)
+    end = time.monotonic() + grace
+    if not _ended(proc, grace):
+        proc.kill()
+        proc.wait()
+    _, alive = psutil.wait_procs(started, timeout=max(0.0, end - time.monotonic()))
+    for p in alive:
+        send(p, signal.SIGKILL)
 
 
 def _run(root: Path, *args: str, ok: tuple[int, ...] = (0,), timeout: float | None = None,
@@ -175,11 +231,13 @@ class Commit:
 
 
 def commit_paths(root: Path, paths: Sequence[str], message: str, *,
-                 new: Sequence[str] = ()) -> Commit:
+                 new: Sequence[str] = (), timeout: float | None = None,
+                 grace: float = STOP_GRACE) -> Commit:
     """Commit exactly `paths` (changed, removed, or added when listed in `new`).
 
     `git commit -- paths` takes the work tree's version of tracked paths itself, so only a file
     git does not know yet (listed in `new`) is added first: one process less per verdict.
+    With `timeout`, a commit (hooks included) still running then is stopped: GitError.
     """
     # A removed path is never named to `git add`: that fails when its removal is already staged
     # (a run killed between its `git add` and its commit left it so).
@@ -192,7 +250,7 @@ def commit_paths(root: Path, paths: Sequence[str], message: str, *,
         # --untracked-files=no: only what git shows about the commit, never what it holds; it
         # spares git a walk of the work tree for untracked files.
         done = _git(root, ["commit", "--quiet", "--untracked-files=no", "--message", message,
-                           "--", *paths], settings=NO_AUTO_MAINTENANCE)
+                           "--", *paths], timeout, NO_AUTO_MAINTENANCE, grace)
         alone = started_nothing_after(done.pid)
         _said(done, "commit")
     except GitError:

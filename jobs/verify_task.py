@@ -283,7 +283,11 @@ def commit_made(ctx: RepoContext, paths: list[str], message: str, head: str) -> 
     """`git.commit_paths` on `head`, except that a commit git made before it failed counts as
     made; GitError only when the configured branch did not move."""
     try:
-        made = git.commit_paths(ctx.root, paths, message, new=paths[1:])
+        # A hook that never ends must not hold the run (and its lock) for ever: the commit
+        # gets the repository's timeout, as a recipe does.
+        made = git.commit_paths(ctx.root, paths, message, new=paths[1:],
+                                timeout=ctx.config.timeout_for(ctx.repo),
+                                grace=ctx.config.kill_grace)
     except git.GitError as exc:
         now = git.branch_sha(ctx.root, ctx.repo.branch)
         if now == head:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from verify_helpers import VerifyRepo, make_verify_repo
+from verify_helpers import VerifyRepo, kill_marked, make_verify_repo, marked_pids, start_verify
 
 from jobs import git
 from jobs.config import load_config
@@ -459,3 +459,44 @@ def test_failed_auto_maintenance_is_logged_and_changes_no_verdict(tmp_path: Path
     assert repo.status() == ""
     failed = [e for e in repo.log_events() if e["event"] == "repo.maintenance_failed"]
     assert len(failed) == 1 and "notabool" in failed[0]["reason"]
+
+
+# -- a commit hook that never ends ------------------------------------------------------------
+
+def test_a_commit_hook_that_never_ends_is_stopped_at_the_timeout(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A hook that hangs holds the run no longer than the repository's timeout: git and the
+    hook are stopped (git removes its own locks), the task file is restored and the verdict
+    kept, and the next run commits it without running the recipe again."""
+    count = tmp_path / "recipe-runs.txt"
+    repo = make_verify_repo(tmp_path, timeout="4s",
+                            justfile=f"verify-count:\n    echo ran >> {count}\n")
+    task = repo.add_task(1, notes="verify-cmd: just verify-count")
+    repo.commit_all("task")
+    hanging = hook(repo, "pre-commit", f"echo $$ > {tmp_path / 'hook.pid'}\nexec sleep 600\n")
+    head, before = repo.head(), task.read_bytes()
+    mark = f"hanging-hook-{tmp_path.name}"
+    proc = start_verify(repo, "run", *TODAY, "--json", mark=mark, out=tmp_path / "run")
+    try:
+        code: int | None = proc.wait(timeout=90)
+    except subprocess.TimeoutExpired:
+        code = None
+    left = marked_pids(mark)  # the run has ended: nothing it started may still run
+    kill_marked(mark)
+    proc.wait()
+
+    assert code == 3, (code, (tmp_path / "run.stderr").read_text())
+    assert left == [], left
+    [result] = json.loads((tmp_path / "run.stdout").read_text())["results"]
+    assert result["verdict"] == "pass" and result["edit_state"] == "restored", result
+    assert "4 s" in result["reason"] and "stopped" in result["reason"], result["reason"]
+    assert (tmp_path / "hook.pid").exists()  # the hook did run, and hang
+    assert runs(count) == 1 and task.read_bytes() == before and repo.head() == head
+    assert not (repo.root / ".git" / "index.lock").exists()
+    assert repo.status() == ""
+
+    hanging.unlink()
+    code, [second] = run_json(repo, capsys)
+    assert code == 0 and second["edit_state"] == "committed", second
+    assert runs(count) == 1
+    assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-count)"
