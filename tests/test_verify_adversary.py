@@ -186,6 +186,26 @@ def test_a_pending_edit_is_not_committed_onto_another_checkout(
     assert repo.status() == ""
 
 
+def test_crash_recovery_keeps_a_commit_git_made_before_it_failed(tmp_path: Path) -> None:
+    # The verdict commit's rule holds for crash recovery's commit too: a run died before its
+    # commit, and the next run's commit of the pending edit moves the branch, then git is
+    # killed in its post-commit hook. The edit is committed: it is recorded so, never put back.
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    task = repo.root / "backlog" / "tasks" / "task-1 - Task-1.md"
+    before = repo.head()
+    crash_before_commit(repo)
+    hook(repo, "post-commit", "kill -INT $PPID\n")
+
+    proc = repo.run("run", *TODAY, "--json")
+
+    assert repo.git("rev-parse", "HEAD~1").strip() == before
+    assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-ok)"
+    assert repo.status() == "" and task.read_bytes() == git_show(repo, "HEAD", task)
+    assert [a["edit_state"] for a in repo.history() if a["task_id"]] == ["committed"]
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "verify:" not in task.read_text()
+
+
 def test_a_verdict_commit_a_hook_emptied_is_undone_not_recorded_committed(
         tmp_path: Path) -> None:
     # A careless pre-commit hook stashes everything to "test what is committed" and pops it
