@@ -285,36 +285,38 @@ def history_log(repo: Path | str, tips: list[str], exclude: list[str]) -> str:
                    errors="replace")
 
 
-def forged_commits(repo: Path | str, shas: list[str]) -> list[str]:
-    """The commits among `shas` whose stored bytes do not hash to their name, in one
-    `git cat-file --batch`. git checks an object against its name where a walk starts, not
-    where it follows a parent: an object file the run rewrote in its clone would otherwise be
-    read as the commit it names (its parents, so the graph, included)."""
-    if not shas:
-        return []
+def stored_objects(repo: Path | str, shas: Sequence[str]
+                   ) -> dict[str, tuple[str, bytes] | None]:
+    """Each object's type and content, in one `git cat-file --batch`; None for one the clone
+    lacks or whose stored bytes do not hash to its name. git checks an object against its name
+    where a walk starts, not where it follows a parent or a tree entry: an object file the run
+    rewrote in its clone would otherwise be read as the object it names."""
+    wanted = list(dict.fromkeys(shas))
+    if not wanted:
+        return {}
     out = run_git(repo, *hardened_argv("cat-file", "--batch", "--buffer"),
-                  input_text="".join(f"{sha}\n" for sha in shas)).encode("utf-8",
-                                                                       "surrogateescape")
-    bad: list[str] = []
+                  input_text="".join(f"{sha}\n" for sha in wanted)).encode("utf-8",
+                                                                           "surrogateescape")
+    found: dict[str, tuple[str, bytes] | None] = {}
     at = 0
     try:
-        for sha in shas:
+        for sha in wanted:
             end = out.index(b"\n", at)
             header = out[at:end].split(b" ")
             at = end + 1
             if len(header) != 3:
-                bad.append(sha)  # `<name> missing`
+                found[sha] = None  # `<name> missing`
                 continue
             size = int(header[2])
             body = out[at:at + size]
             at += size + 1
             digest = (hashlib.sha256 if len(sha) == 64 else hashlib.sha1)(
                 header[1] + b" %d\0" % size + body).hexdigest()
-            if header[1] != b"commit" or digest != sha:
-                bad.append(sha)
+            found[sha] = ((header[1].decode("ascii", "replace"), body)
+                          if digest == sha and len(body) == size else None)
     except ValueError:  # output cut short or garbled: nothing in it is vouched for
-        return list(shas)
-    return bad
+        return dict.fromkeys(wanted)
+    return found
 
 
 GITLINK_MODE = "160000"

@@ -7,26 +7,28 @@ still missing by SHA). Per changed default branch: one `git log --name-only` ove
 range together with the push log's tips for that remote, one `git log --no-walk --raw` for the
 gitlinks of the commits that change only `backlog/`, `merge-base --is-ancestor` only for a
 logged push the graph cannot settle, and (`verify_passing`, for a branch that would pass) one
-`cat-file --batch` that checks each commit against its name.
+`cat-file --batch` that checks each commit against its name, plus one per level of the trees of
+the commits that pass because of their paths (`audit.trees`).
 Which log entry covers which commit is then worked out in Python (`audit.rules.reach_bits`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from audit.git import (
     GitFailed,
     absolute_url,
     fetch_for_audit,
-    forged_commits,
     gitlink_changes,
     history_log,
     is_ancestor,
     is_shallow,
     object_types,
+    stored_objects,
 )
 from audit.model import BranchHistory, Change, Commit, History
 from audit.pushlog import ZERO, PushEntry, same_repo
@@ -39,6 +41,7 @@ from audit.rules import (
     reach_bits,
 )
 from audit.snapshot import read_remote_config
+from audit.trees import recheck_paths
 from audit.urls import redact_text
 
 PRIVATE_NAMESPACE = "refs/loop-pi-audit"
@@ -212,24 +215,35 @@ def _read_branch(repo: str, w: _Work, types: Mapping[str, str | None],
                          rewrites=rewrites, reach=reach, reach_entries=usable)
 
 
-def verify_passing(history: History, failing: set[tuple[str, str, str]]) -> History:
-    """Check every commit of each branch not already failing against its name (one
-    `cat-file --batch` per such branch): a branch whose history holds an edited object cannot
-    be judged. A failing branch is left alone, since an edited object could not make it worse
-    for the run; so a run that fails anyway pays nothing for the check."""
+def verify_passing(history: History, failing: set[tuple[str, str, str]],
+                   by_paths: Mapping[tuple[str, str, str], Collection[str]] | None = None
+                   ) -> History:
+    """Check every commit of each branch not already failing against its name, and work out
+    again from checked trees what each commit in `by_paths` changes (those that pass because
+    of their paths; `audit.trees`): one `cat-file --batch` per such branch, and one per level
+    of the trees read. A branch whose history holds an edited object cannot be judged. A
+    failing branch is left alone, since an edited object could not make it worse for the run;
+    so a run that fails anyway pays nothing for the check."""
     branches = dict(history.branches)
     changed = False
     for key, hist in history.branches.items():
         if key in failing or hist.problem is not None or not hist.commits:
             continue
+        repo = key[0]
+        judged = [c for c in hist.commits if c.sha in (by_paths or {}).get(key, ())]
         try:
-            forged = forged_commits(key[0], [c.sha for c in hist.commits])
+            objects = stored_objects(repo, [c.sha for c in hist.commits]
+                                     + [p for c in judged for p in c.parents])
+            forged = [c.sha for c in hist.commits
+                      if (got := objects.get(c.sha)) is None or got[0] != "commit"]
+            if forged:
+                why = (f"commit {forged[0][:12]} in the clone does not match its name (its "
+                       "object file was edited): the history read cannot be trusted")
+            else:
+                why = recheck_paths(judged, objects, partial(stored_objects, repo)) or ""
         except GitFailed as exc:
-            forged, why = ["?"], f"its commits could not be checked: {exc}"
-        else:
-            why = (f"commit {forged[0][:12]} in the clone does not match its name (its object "
-                   "file was edited): the history read cannot be trusted") if forged else ""
-        if forged:
+            why = f"its commits could not be checked: {exc}"
+        if why:
             branches[key] = BranchHistory(None, problem=why)
             changed = True
     return replace(history, branches=branches) if changed else history

@@ -33,6 +33,8 @@ NON_FAST_FORWARD = Verdict.NON_FAST_FORWARD
 UNVERIFIED = Verdict.UNVERIFIED
 
 PASSING = frozenset({PUSH_LOGGED, BACKLOG_ONLY, RELEASE_PLEASE, FOREIGN})
+# The passing verdicts a commit gets for the paths it changes (audit.trees reads those again).
+PATH_VERDICTS = frozenset({BACKLOG_ONLY, RELEASE_PLEASE})
 VIOLATIONS = frozenset({UNGRANTED, NON_FAST_FORWARD})
 FAILING = VIOLATIONS | {UNVERIFIED}
 # Most severe first: what a branch line shows when its commits disagree.

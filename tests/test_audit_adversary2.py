@@ -346,3 +346,83 @@ def test_a_forged_commit_object_cannot_turn_a_rewrite_into_a_fast_forward(
     branch = next(f for f in findings if f["kind"] == "branch-moved")
     assert branch["verdict"] in (NON_FAST_FORWARD, UNVERIFIED), branch
     assert all(f["verdict"] != "PUSH_LOGGED" for f in findings)
+
+
+def _forge(clone: Path, sha: str, kind: str, body: bytes) -> None:
+    """Rewrite object `sha`'s loose file in the clone to hold `body` (of type `kind`)."""
+    loose = clone / ".git" / "objects" / sha[:2] / sha[2:]
+    loose.chmod(0o644)
+    loose.write_bytes(zlib.compress(kind.encode() + b" %d\0" % len(body) + body))
+
+
+def _tree(clone: Path, sha: str) -> bytes:
+    return subprocess.run(["git", "-C", str(clone), "cat-file", "tree", sha],
+                          capture_output=True, check=True).stdout
+
+
+@pytest.mark.parametrize("where", ["root tree", "subtree"])
+def test_a_forged_tree_object_cannot_make_a_code_change_backlog_only(
+        tmp_path: Path, where: str) -> None:
+    """Commits are checked against their names; trees were not. The run pushed, unlogged, a
+    commit changing src/auth.py and a task, then rewrote a tree object of that commit in its
+    clone so that src/ read as unchanged (its root tree naming the old src/ tree, or its src/
+    tree holding the old entries): git reported only the task, and the code change passed
+    as BACKLOG_ONLY."""
+    run = Run(tmp_path)
+    commit(run.clone, "src/auth.py", "check()\n", "auth")
+    run.push()
+    run.before = run.snapshot()
+    (run.clone / "src" / "auth.py").write_text("pass\n")
+    git(run.clone, "add", "src/auth.py")
+    sneak = commit(run.clone, "backlog/tasks/task-1.md", "x\n", "task and a little more")
+    run.push(logged=False)
+    old_src, new_src = rev(run.clone, f"{sneak}^:src"), rev(run.clone, f"{sneak}:src")
+    assert old_src != new_src
+    if where == "root tree":
+        root = rev(run.clone, f"{sneak}^{{tree}}")
+        _forge(run.clone, root, "tree",
+               _tree(run.clone, root).replace(bytes.fromhex(new_src), bytes.fromhex(old_src)))
+    else:
+        _forge(run.clone, new_src, "tree", _tree(run.clone, old_src))
+    listed = git(run.clone, "log", "-1", "--name-only", "--format=", sneak).split()
+    assert listed == ["backlog/tasks/task-1.md"]  # the forgery works on git itself
+
+    done = run_cli("compare", str(_write(tmp_path / "before.json", run.before)),
+                   str(_write(tmp_path / "after.json", run.snapshot())),
+                   "--push-log", str(run.log), "--json")
+
+    assert done.returncode != 0, done.stdout
+    findings = json.loads(done.stdout)["findings"]
+    assert all(f["verdict"] != "BACKLOG_ONLY" for f in findings), findings
+    branch = next(f for f in findings if f["kind"] == "branch-moved")
+    assert branch["verdict"] == UNVERIFIED and "tree" in branch["reason"], branch
+
+
+def test_a_backlog_only_commit_whose_trees_are_intact_still_passes(tmp_path: Path) -> None:
+    """The trees' check finds nothing wrong in an honest clone: a task edit, a task moved to
+    completed/, a new folder under backlog/ and a merge of two task edits pass."""
+    run = Run(tmp_path)
+    commit(run.clone, "backlog/tasks/task-1.md", "x\n", "task 1")
+    run.push()
+    run.before = run.snapshot()
+    commit(run.clone, "backlog/tasks/task-1.md", "y\n", "edit task 1")
+    (run.clone / "backlog" / "completed").mkdir()
+    git(run.clone, "mv", "backlog/tasks/task-1.md", "backlog/completed/task-1.md")
+    git(run.clone, "commit", "-q", "-m", "complete task 1")
+    commit(run.clone, "backlog/docs/deep/er/doc-1.md", "d\n", "a doc")
+    base = rev(run.clone, "HEAD")
+    git(run.clone, "checkout", "-q", "-b", "side")
+    commit(run.clone, "backlog/tasks/task-2.md", "2\n", "task 2")
+    git(run.clone, "checkout", "-q", "main")
+    commit(run.clone, "backlog/tasks/task-3.md", "3\n", "task 3")
+    git(run.clone, "merge", "-q", "--no-edit", "side")
+    assert rev(run.clone, "HEAD^") != base
+    run.push(logged=False)
+
+    done = run_cli("compare", str(_write(tmp_path / "before.json", run.before)),
+                   str(_write(tmp_path / "after.json", run.snapshot())),
+                   "--push-log", str(run.log), "--json")
+
+    findings = json.loads(done.stdout)["findings"]
+    assert done.returncode == 0, findings
+    assert {f["verdict"] for f in findings if f["kind"] == "commit"} == {"BACKLOG_ONLY"}

@@ -26,7 +26,7 @@ from audit.charter import Charter, charter_sha256, load_charter
 from audit.compare import judge
 from audit.github import github_hosts
 from audit.history import gather_history, verify_passing
-from audit.model import FAILING, Finding, exit_code
+from audit.model import FAILING, PATH_VERDICTS, Finding, exit_code
 from audit.pushlog import PushEntry, read_push_log
 from audit.record import record_audit
 from audit.report import render_both, render_json, render_text
@@ -103,7 +103,11 @@ def judge_snapshots(before: Mapping[str, Any], after: Mapping[str, Any],
     # Only what would pass is worth checking against edited objects (see verify_passing).
     failing = {(f.repo, f.remote, f.ref) for f in findings
                if f.kind.startswith("branch-") and f.verdict in FAILING}
-    checked = verify_passing(history, failing)
+    by_paths: dict[tuple[str, str, str], set[str]] = {}
+    for f in findings:
+        if f.kind == "commit" and f.commit is not None and f.verdict in PATH_VERDICTS:
+            by_paths.setdefault((f.repo, f.remote, f.ref), set()).add(f.commit)
+    checked = verify_passing(history, failing, by_paths)
     if checked is history:
         return findings
     return judge(before, after, charter, checked, github_hosts())
