@@ -261,15 +261,12 @@ def absolute_url(url: str, repo: Path | str) -> str:
     return os.path.normpath(os.path.join(str(repo), url))
 
 
-def is_ancestor(repo: Path | str, old: str, new: str) -> bool:
-    """Is `old` an ancestor of `new` (a fast-forward)? Raises GitFailed when git cannot say."""
-    try:
-        run_git(repo, *hardened_argv("merge-base", "--is-ancestor", old, new))
-    except GitFailed as exc:
-        if exc.returncode == 1:
-            return False
-        raise
-    return True
+def ancestry_path(repo: Path | str, old: str, new: str) -> list[str]:
+    """The commits that descend from `old` and lead to `new` (`git rev-list --ancestry-path
+    old..new`), `new` first; empty when git finds no such path. The walk reads objects
+    unchecked: the caller checks what it lists."""
+    return run_git(repo, *hardened_argv("rev-list", "--ancestry-path", "--end-of-options",
+                                        f"{old}..{new}", "--")).split()
 
 
 def history_log(repo: Path | str, tips: list[str], exclude: list[str]) -> str:

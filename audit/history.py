@@ -5,10 +5,10 @@ the judgement needs (plus one more after fetching, when something was missing), 
 `git fetch` per remote (the moved refs by name into `refs/loop-pi-audit/<remote>/`, then any tip
 still missing by SHA). Per changed default branch: one `git log --name-only` over the whole
 range together with the push log's tips for that remote, one `git log --no-walk --raw` for the
-gitlinks of the commits that change only `backlog/`, `merge-base --is-ancestor` only for a
-logged push the graph cannot settle, and (`verify_passing`, for a branch that would pass) one
-`cat-file --batch` that checks each commit against its name, plus one per level of the trees of
-the commits that pass because of their paths (`audit.trees`).
+gitlinks of the commits that change only `backlog/`, `rev-list --ancestry-path` and a
+`cat-file --batch` only for a logged push the graph cannot settle, and (`verify_passing`, for a
+branch that would pass) one `cat-file --batch` that checks each commit against its name, plus
+one per level of the trees of the commits that pass because of their paths (`audit.trees`).
 Which log entry covers which commit is then worked out in Python (`audit.rules.reach_bits`).
 """
 
@@ -22,10 +22,10 @@ from typing import Any
 from audit.git import (
     GitFailed,
     absolute_url,
+    ancestry_path,
     fetch_for_audit,
     gitlink_changes,
     history_log,
-    is_ancestor,
     is_shallow,
     object_types,
     stored_objects,
@@ -41,7 +41,7 @@ from audit.rules import (
     reach_bits,
 )
 from audit.snapshot import read_remote_config
-from audit.trees import recheck_paths
+from audit.trees import commit_parents, recheck_paths
 from audit.urls import redact_text
 
 PRIVATE_NAMESPACE = "refs/loop-pi-audit"
@@ -266,8 +266,8 @@ def _with_gitlinks(repo: str, commits: list[Commit], after: str) -> list[Commit]
 def _entry_ancestry(repo: str, ref: str, usable: Sequence[PushEntry],
                     answers: Sequence[bool | None]
                     ) -> tuple[frozenset[tuple[str, str]], frozenset[tuple[str, str]]]:
-    """Which of the branch's logged pushes were fast-forwards: the graph's answers, and one
-    `merge-base --is-ancestor` for each pair it could not settle."""
+    """Which of the branch's logged pushes were fast-forwards: the graph's answers, and
+    `checked_ancestor` for each pair it could not settle."""
     ff: set[tuple[str, str]] = set()
     rewritten: set[tuple[str, str]] = set()
     asked: dict[tuple[str, str], bool | None] = {}
@@ -278,13 +278,42 @@ def _entry_ancestry(repo: str, ref: str, usable: Sequence[PushEntry],
         if answer is None:
             if pair not in asked:
                 try:
-                    asked[pair] = is_ancestor(repo, *pair)
+                    asked[pair] = checked_ancestor(repo, *pair)
                 except GitFailed:
                     asked[pair] = None
             answer = asked[pair]
         if answer is not None:
             (ff if answer else rewritten).add(pair)
     return frozenset(ff), frozenset(rewritten)
+
+
+def checked_ancestor(repo: str, old: str, new: str) -> bool | None:
+    """Whether `old` is an ancestor of `new`, shown by commit objects checked against their
+    names. git's ancestry walk reads the commits below the range unchecked (an object file the
+    run rewrote, with a parent added, makes a rewrite a fast-forward), so the path it finds is
+    read again (one `cat-file --batch`); None when that path does not hold up. No path found is
+    False: an edited object could only hide one, and a hidden one fails the run."""
+    if old == new:
+        return True
+    path = ancestry_path(repo, old, new)
+    objects = stored_objects(repo, path)
+    parents: dict[str, tuple[str, ...]] = {}
+    for sha in path:
+        got = objects.get(sha)
+        if got is None or got[0] != "commit":
+            return None
+        parents[sha] = commit_parents(got[1])
+    if not path:
+        return False
+    seen, todo = {new}, [new]
+    while todo:
+        for parent in parents.get(todo.pop(), ()):
+            if parent == old:
+                return True
+            if parent in parents and parent not in seen:
+                seen.add(parent)
+                todo.append(parent)
+    return None
 
 
 def parse_history(text: str) -> list[Commit]:

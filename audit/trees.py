@@ -52,6 +52,13 @@ def commit_tree(body: bytes) -> str | None:
     return name.decode("ascii") if kind == b"tree" and name.isalnum() else None
 
 
+def commit_parents(body: bytes) -> tuple[str, ...]:
+    """The parents a commit object names (the `parent` lines of its header)."""
+    head, _, _ = body.partition(b"\n\n")
+    return tuple(line[7:].decode("ascii", "replace") for line in head.split(b"\n")
+                 if line.startswith(b"parent "))
+
+
 _NONE: Entries = frozenset()
 
 

@@ -426,3 +426,52 @@ def test_a_backlog_only_commit_whose_trees_are_intact_still_passes(tmp_path: Pat
     findings = json.loads(done.stdout)["findings"]
     assert done.returncode == 0, findings
     assert {f["verdict"] for f in findings if f["kind"] == "commit"} == {"BACKLOG_ONLY"}
+
+
+def _with_parents(clone: Path, sha: str, *extra: str) -> None:
+    """Forge commit `sha` in the clone: more parents, and a committer date in the far future
+    (git's ancestry walk visits commits newest first)."""
+    raw = git(clone, "cat-file", "commit", sha).encode()
+    head, _, message = raw.partition(b"\n\n")
+    lines = [ln for ln in head.split(b"\n") if not ln.startswith(b"committer ")]
+    lines[1:1] = [b"parent " + p.encode() for p in extra]
+    lines.append(b"committer X <x@example.invalid> 4102444800 +0000")
+    _forge(clone, sha, "commit", b"\n".join(lines) + b"\n\n" + message)
+
+
+def test_forged_commits_below_the_run_cannot_make_logged_rewrites_fast_forwards(
+        tmp_path: Path) -> None:
+    """A logged push whose old tip the checked graph does not hold was asked of `merge-base`,
+    whose walk reads objects below the run's first commit unchecked. The run force-pushed a
+    task onto an older commit X (logged), then force-pushed its work back onto the before tip
+    (logged): two rewrites in the middle of the run. It then gave X the before tip as a parent,
+    and the commit M between them its dropped task, each dated in the future so that git's
+    walk reaches them first: both rewrites read as fast-forwards, and closeout passed."""
+    run = Run(tmp_path)
+    x = commit(run.clone, "src/x.py", "x\n", "X")
+    m = commit(run.clone, "src/m.py", "m\n", "M")
+    commit(run.clone, "src/base.py", "b\n", "before the run")
+    run.push()
+    run.before = run.snapshot()
+    git(run.clone, "checkout", "-q", "-b", "old", x)
+    dropped = commit(run.clone, "backlog/tasks/a.md", "a\n", "task a")
+    run.push("old", force=True)
+    git(run.clone, "checkout", "-q", "main")
+    commit(run.clone, "backlog/tasks/b.md", "b\n", "task b")
+    run.push(force=True)
+
+    def compare() -> subprocess.CompletedProcess[str]:
+        return run_cli("compare", str(_write(tmp_path / "before.json", run.before)),
+                       str(_write(tmp_path / "after.json", run.snapshot())),
+                       "--push-log", str(run.log), "--json")
+
+    honest = compare()
+    assert honest.returncode != 0 and "rewritten in the middle" in honest.stdout, honest.stdout
+    _with_parents(run.clone, x, rev(run.clone, "main~1"))
+    _with_parents(run.clone, m, dropped)
+
+    done = compare()
+
+    assert done.returncode != 0, done.stdout
+    branch = next(f for f in json.loads(done.stdout)["findings"] if f["kind"] == "branch-moved")
+    assert branch["verdict"] in (NON_FAST_FORWARD, UNVERIFIED), branch
