@@ -145,6 +145,15 @@ def run_git(repo: Path | str | None, *args: str, timeout: float | None = None,
             input_text: str | None = None, env: Mapping[str, str] | None = None,
             errors: str = "surrogateescape", config: Sequence[tuple[str, str]] = (),
             network: bool = False) -> str:
+    """Run `git -C repo args...` and return its stdout as text; raise GitFailed on any failure
+    (see `run_git_bytes`)."""
+    return run_git_bytes(repo, *args, timeout=timeout, input_text=input_text, env=env,
+                         config=config, network=network).decode("utf-8", errors)
+
+
+def run_git_bytes(repo: Path | str | None, *args: str, timeout: float | None = None,
+                  input_text: str | None = None, env: Mapping[str, str] | None = None,
+                  config: Sequence[tuple[str, str]] = (), network: bool = False) -> bytes:
     """Run `git -C repo args...` and return its stdout; raise GitFailed on any failure.
 
     Only a command given `network=True` (our own fetch and ls-remote, by URL) may reach a
@@ -189,7 +198,7 @@ def run_git(repo: Path | str | None, *args: str, timeout: float | None = None,
         if len(detail) > 500:
             detail = detail[:497] + "..."
         raise GitFailed(argv, detail, returncode=proc.returncode)
-    return out.decode("utf-8", errors)
+    return out
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -291,9 +300,8 @@ def stored_objects(repo: Path | str, shas: Sequence[str]
     wanted = list(dict.fromkeys(shas))
     if not wanted:
         return {}
-    out = run_git(repo, *hardened_argv("cat-file", "--batch", "--buffer"),
-                  input_text="".join(f"{sha}\n" for sha in wanted)).encode("utf-8",
-                                                                           "surrogateescape")
+    out = run_git_bytes(repo, *hardened_argv("cat-file", "--batch", "--buffer"),
+                        input_text="".join(f"{sha}\n" for sha in wanted))
     found: dict[str, tuple[str, bytes] | None] = {}
     at = 0
     try:
