@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -84,6 +85,8 @@ _TAKE_OVER = claims.update().where(
 _BY_KEY = sa.select(claims).where(claims.c.key == sa.bindparam("c_key"))
 _MINE = (claims.c.key == sa.bindparam("c_key")) & (claims.c.run_id == sa.bindparam("c_run"))
 _FINISH = claims.update().where(_MINE)
+_KEEP = claims.update().where(_MINE, claims.c.finished_at.is_(None)).values(
+    expires_at=sa.bindparam("c_expires"))
 _RELEASE = claims.delete().where(_MINE)
 
 
@@ -170,6 +173,17 @@ def take(ledger: Ledger, claim: Claim, *, repo: str, ttl: float,
     raise sa.exc.OperationalError("claim", {}, Exception("the claim kept changing hands"))
 
 
+def keep(ledger: Ledger, claim: Claim, *, ttl: float, now: datetime | None = None) -> bool:
+    """Extend our unfinished claim to `ttl` seconds from now; False when it is no longer ours
+    (it expired and another machine took it over, or it was settled).
+
+    Raises SQLAlchemyError when the ledger cannot be reached."""
+    expires = naive_utc(now or datetime.now(UTC)) + timedelta(seconds=ttl)
+    done = ledger.execute("claim", lambda conn: conn.execute(
+        _KEEP, {"c_key": claim.key, "c_run": claim.run_id, "c_expires": expires}))
+    return bool(done.rowcount == 1)
+
+
 def _settle(ledger: Ledger, payload: dict[str, Any]) -> None:
     if not ledger.unreachable:
         try:
@@ -210,6 +224,7 @@ class RepoClaims:
         self.branch = branch
         self.ttl = ttl
         self.identity: str | None = None
+        self.taken: dict[str, float] = {}  # claim key -> when we took or last extended it
 
     def key(self, task_id: str | None, label_date: str | None, run_id: str) -> Claim | None:
         if task_id is None or label_date is None:
@@ -235,7 +250,31 @@ class RepoClaims:
                       error=first_line(exc))
             self.ledger.unreachable = True
             return f"not run: cannot claim it in the ledger: {first_line(exc)}"
-        return claim if held is None else held
+        if held is None:
+            self.taken[claim.key] = time.monotonic()
+            return claim
+        return held
+
+    def keep(self, claim: Claim | None) -> None:
+        """Before a verdict commit: extend the claim when its recipe ran long. The commit, hooks
+        included, may itself take up to the timeout, and a claim that expired meanwhile would
+        let another machine verify the task again. A claim younger than half the margin has
+        time enough left, and costs no write."""
+        if claim is None or self.ledger.unreachable:
+            return
+        taken = self.taken.get(claim.key)
+        if taken is not None and time.monotonic() - taken < CLAIM_MARGIN / 2:
+            return
+        try:
+            still = keep(self.ledger, claim, ttl=self.ttl)
+        except SQLAlchemyError as exc:
+            log.error("ledger.claim_failed", ledger=self.ledger.shown_url, task=claim.task_id,
+                      error=first_line(exc))
+            return  # the claim runs out by itself; the verdict is written all the same
+        self.taken[claim.key] = time.monotonic()
+        if not still:
+            log.warning("claim.lost", task=claim.task_id, label_date=claim.label_date,
+                        run_id=claim.run_id, reason="it expired before the verdict was written")
 
     def settle(self, claim: Claim | None, result: Attempt | None) -> None:
         """A committed verdict finishes the claim; anything else lets any machine try again."""

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from functools import partial
 
 import structlog
 
@@ -273,6 +274,8 @@ class _RepoRun:
             if isinstance(claim, Attempt):
                 self.finish(claim)
                 continue
+            if self.claims is not None:
+                self.ctx.before_commit = partial(self.claims.keep, claim)
             try:
                 result = verify_task(self.ctx, task, config)
             except (OSError, git.GitError, LoopError):

@@ -38,6 +38,7 @@ class RepoContext:
     justfile: Path | None = None
     committed: bool = False  # a verdict commit was made: git's auto maintenance is due
     scope: runner.Scope | None = None  # the run's claim on the recipes it starts
+    before_commit: Callable[[], None] | None = None  # the run's part before a verdict commit
 
     @property
     def root(self) -> Path:
@@ -250,6 +251,8 @@ def write_verdict(ctx: RepoContext, task: eligibility.Classified,
         result.verdict, result.edit_state = Verdict.ERROR, "abandoned"
         result.reason = f"cannot write the task file: {exc}"
         return TaskResult(result)
+    if ctx.before_commit is not None:
+        ctx.before_commit()
     done = commit_checked(ctx, edit.paths, edit.message, restore=lambda: restore(edit),
                           head=head)
     settle(ctx, result, done, edit.after)

@@ -95,6 +95,30 @@ def claim(machine: str, run_id: str, task: str = "TASK-1") -> claims.Claim:
     return claims.Claim(key, "github.com/o/app", task, "2026-11-30", run_id, machine)
 
 
+def test_a_kept_claim_lives_on_and_a_lost_one_is_not_kept(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    alpha, beta = Ledger(url, machine="alpha"), Ledger(url, machine="beta")
+    try:
+        assert claims.take(alpha, claim("alpha", "a1"), repo="/a/app", ttl=60, now=DAY) is None
+        # Extended at 50 s for 60 s more: at 100 s it is still alpha's.
+        assert claims.keep(alpha, claim("alpha", "a1"), ttl=60, now=DAY + timedelta(seconds=50))
+        held = claims.take(beta, claim("beta", "b1"), repo="/b/app", ttl=60,
+                           now=DAY + timedelta(seconds=100))
+        assert held is not None and held.machine == "alpha"
+        # Not extended in time: beta takes it over, and alpha can no longer extend it.
+        assert claims.take(beta, claim("beta", "b1"), repo="/b/app", ttl=60,
+                           now=DAY + timedelta(seconds=111)) is None
+        assert not claims.keep(alpha, claim("alpha", "a1"), ttl=60,
+                               now=DAY + timedelta(seconds=112))
+        # A finished claim is not extended either.
+        claims.settle(beta, claim("beta", "b1"), attempt("pass", edit_state="committed"))
+        assert not claims.keep(beta, claim("beta", "b1"), ttl=60,
+                               now=DAY + timedelta(seconds=113))
+    finally:
+        alpha.close()
+        beta.close()
+
+
 def test_a_claim_is_taken_once_and_held_until_finished_released_or_expired(
         tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'ledger.db'}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -500,3 +500,42 @@ def test_a_commit_hook_that_never_ends_is_stopped_at_the_timeout(
     assert code == 0 and second["edit_state"] == "committed", second
     assert runs(count) == 1
     assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-count)"
+
+
+# -- a claim outlives a slow verdict commit ----------------------------------------------------
+
+@pytest.mark.parametrize("ran_long", [True, False], ids=["recipe ran long", "quick recipe"])
+def test_the_claim_is_extended_before_the_verdict_commit_only_after_a_long_recipe(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        ran_long: bool) -> None:
+    """The commit, hooks included, may take up to the timeout: a claim taken before a long
+    recipe could run out while it commits, and another machine would verify the task again.
+    A recipe counts as long past half the claim's margin (made 0 here, so that every recipe
+    is); a quick one costs no extra write."""
+    import sqlalchemy as sa
+
+    from jobs import claims
+    from jobs.ledger import claims as claims_table
+
+    if ran_long:
+        monkeypatch.setattr(claims, "CLAIM_MARGIN", 0.0)
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    config = load_config(repo.config_path)
+    ttl = config.timeout + config.kill_grace + claims.CLAIM_MARGIN
+
+    code, [result] = run_json(repo, capsys)
+
+    assert code == 0 and result["edit_state"] == "committed", result
+    engine = sa.create_engine(config.ledger)
+    with engine.connect() as conn:
+        [row] = conn.execute(sa.select(claims_table)).all()
+    engine.dispose()
+    assert row.finished_at is not None and row.verdict == "pass"
+    lifetime = (row.expires_at - row.claimed_at).total_seconds()
+    if ran_long:
+        # extended after the recipe: from a later moment than the claim was taken
+        assert lifetime > ttl, (lifetime, ttl)
+        # (finished_at is kept to the second)
+        assert row.expires_at < row.finished_at + timedelta(seconds=ttl + 1)
+    else:
+        assert lifetime == ttl, (lifetime, ttl)
