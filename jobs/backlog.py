@@ -110,22 +110,21 @@ def _parse_many(directory: Path, names: list[str], datas: list[bytes], folder: s
                 errors: list[TaskFileError], verify_only: bool) -> list[Task | _Unlisted]:
     """`parse_task` for many files, with one regular-expression pass over all of them.
 
-    The decoded files are joined with NULs and `bulk()` validates every frontmatter and captures
-    the four fields in one `findall`; a file it does not take (another key order, a folded title,
-    a YAML error, ...) goes through `parse_task`, which gives the same result or the error.
+    Each file's head (`_head`: up to the line that closes its frontmatter) is decoded, the heads
+    are joined with NULs, and `bulk()` validates every frontmatter and captures the four fields
+    in one `findall`; a file it does not take (another key order, a folded title, a YAML error,
+    ...) goes through `parse_task`, which gives the same result or the error. Every file is
+    still checked whole: one that is not UTF-8 or holds a NUL goes to `parse_task` too.
     """
     if not datas:
         return []
-    try:  # all ASCII (so bytes are characters): decode once
-        big = b"\x00".join([b"", *datas]).decode("ascii")
-    except UnicodeDecodeError:
-        pass
-    else:
-        parsed = _parse_big(big, True, list(range(len(datas))), [], directory, names, datas,
-                            folder, errors, verify_only, nul_free=False)
-        if parsed is not None:
-            return parsed
-        # a file holds a NUL (more matches than files): decode and check them one by one
+    heads = [data if len(data) < _CUT_FROM else _head(data) for data in datas]
+    whole = b"".join(datas)
+    if whole.isascii() and b"\x00" not in whole and all(datas):
+        # All ASCII, so bytes are characters: the heads decode at once.
+        big = b"\x00".join([b"", *heads]).decode("ascii")
+        return _parse_big(big, True, list(range(len(datas))), [], directory, names, datas,
+                          heads, folder, errors, verify_only)
     texts: list[str] = []
     members: list[int] = []  # the files in `big`, in order
     pending: list[int] = []
@@ -139,12 +138,26 @@ def _parse_many(directory: Path, names: list[str], datas: list[bytes], folder: s
             pending.append(i)
             continue
         members.append(i)
-        texts.append(text)
+        texts.append(heads[i].decode("utf-8"))
     big = "\x00" + "\x00".join(texts)
-    parsed = _parse_big(big, big.isascii(), members, pending, directory, names, datas, folder,
-                        errors, verify_only)
-    assert parsed is not None  # no file here holds a NUL
-    return parsed
+    return _parse_big(big, big.isascii(), members, pending, directory, names, datas, heads,
+                      folder, errors, verify_only)
+
+
+# Files at least this long are cut to their head: matching a body costs the patterns about as
+# much as finding where it starts when it is a few hundred bytes long.
+_CUT_FROM = 1024
+
+
+def _head(data: bytes) -> bytes:
+    """The file up to the end of the first line that starts with `---` after its first (the
+    line that closes a frontmatter), or all of it. The patterns need no more: what follows is
+    the body, which only a task with a verify label has searched (for verify-cmd lines)."""
+    close = data.find(b"\n---", 3)
+    if close < 0:
+        return data
+    end = data.find(b"\n", close + 4)
+    return data if end < 0 else data[:end + 1]
 
 
 # From this many files on, a scan first tries the CLI's own key order (CANONICAL_PATTERN): it
@@ -154,12 +167,11 @@ _CANONICAL_FROM = 500
 
 
 def _parse_big(big: str, ascii_only: bool, members: list[int], pending: list[int],
-               directory: Path, names: list[str], datas: list[bytes], folder: str,
-               errors: list[TaskFileError], verify_only: bool,
-               nul_free: bool = True) -> list[Task | _Unlisted] | None:
-    """The tasks and unlisted tasks of the files `members` holds, in file order, then those
-    `parse_task` reads; None when `big` has more files than `members` (a NUL inside a file, which
-    only a caller that has not looked for one, `nul_free=False`, may pass)."""
+               directory: Path, names: list[str], datas: list[bytes], heads: list[bytes],
+               folder: str, errors: list[TaskFileError],
+               verify_only: bool) -> list[Task | _Unlisted]:
+    """The tasks and unlisted tasks of the files `members` holds (their heads joined in `big`,
+    no NUL inside one), in file order, then those `parse_task` reads."""
     keys_of = FM_NAMES.findall
     scalar = _scalar
     nulls = NULLS
@@ -179,12 +191,10 @@ def _parse_big(big: str, ascii_only: bool, members: list[int], pending: list[int
             break
         pattern = compiled()
         if todo is not members:  # the files the first pass did not take
-            big = "\x00" + "\x00".join([datas[i].decode("utf-8") for i in todo])
+            big = "\x00" + "\x00".join([heads[i].decode("utf-8") for i in todo])
             ascii_only = big.isascii()
         found = pattern.findall(big)  # one match per file in `big`, in order
         if len(found) != len(todo):
-            if not nul_free:
-                return None
             found, todo, failed = [], [], failed + todo  # pragma: no cover - cannot happen
         retry: list[int] = []
         for idx, (fm, raw_id, raw_title, tfold, raw_status, lblock, body) in zip(
@@ -220,6 +230,7 @@ def _parse_big(big: str, ascii_only: bool, members: list[int], pending: list[int
                 status = ""
             labels: tuple[str, ...] = (
                 tuple([scalar(line[4:]) for line in lblock.split("\n")[:-1]]) if lblock else ())
+            body += datas[idx][len(heads[idx]):].decode("utf-8")  # checked whole: no error
             cmd_lines = tuple(verify_cmd_lines(body)) if "verify-cmd" in body else ()
             verify = tuple([lab for lab in labels if lab.startswith("verify:")]) if labels else ()
             slots[idx] = Task(child(names[idx]), folder, task_id, title, status, labels, verify,
@@ -306,19 +317,18 @@ def scan(root: Path, *, verify_only: bool = False) -> Scan:
         entries.extend(_parse_many(directory, names, datas, folder, errors, verify_only))
     ids = [entry.id for entry in entries]
     keys: list[object] | None = None
-    clashing: set[object] = set()
+    clashing: dict[object, list[Task | _Unlisted]] = {}  # key -> every entry it names
     if may_clash(ids):  # compare them all as the CLI does
         keys = [id_key(i) for i in ids]
-        count: dict[object, int] = {}
-        for key in keys:
-            count[key] = count.get(key, 0) + 1
-        clashing = {key for key, n in count.items() if n > 1}
+        named: dict[object, list[Task | _Unlisted]] = {}
+        for key, entry in zip(keys, entries, strict=True):
+            named.setdefault(key, []).append(entry)
+        clashing = {key: same for key, same in named.items() if len(same) > 1}
     kept: list[tuple[tuple[int, tuple[int, ...], str, str], Task]] = []
     for n, entry in enumerate(entries):
         if keys is not None and keys[n] in clashing:
-            others = ", ".join(str(_path(e).relative_to(root)) for k, e in zip(keys, entries,
-                                                                               strict=True)
-                               if k == keys[n] and e is not entry)
+            others = ", ".join(str(_path(e).relative_to(root)) for e in clashing[keys[n]]
+                               if e is not entry)
             errors.append(TaskFileError(_path(entry), line_of(entry.raw, "id"),
                                         f"ambiguous id {ids[n]}: also in {others}"))
             continue

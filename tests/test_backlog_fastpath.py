@@ -307,7 +307,10 @@ def test_scan_matches_per_file_on_corpora() -> None:
 
 
 BODY = st.sampled_from(["", "\n", "\n## Notes\n\nverify-cmd: just verify-a\n",
-                        "\r\n  - verify-cmd: just x\r\n", "\nverify-cmd", "no newline"])
+                        "\r\n  - verify-cmd: just x\r\n", "\nverify-cmd", "no newline",
+                        "\n---\nverify-cmd: just verify-b\n---\n",
+                        "\nvérify é\nverify-cmd: just c\n",
+                        "\nnul \x00 verify-cmd: just verify-d\n"])
 
 
 @settings(max_examples=examples(150), deadline=None)
@@ -327,6 +330,29 @@ def test_scan_matches_per_file_on_generated_repos(files: list[tuple[str, str, bo
             text = f"---{eol}{fm}{eol}---{eol}{body}" if fm else f"---{eol}---{eol}{body}"
             (root / "backlog" / "tasks" / f"task-{n} - x.md").write_text(text, newline="")
         assert_scan_matches_per_file(root)
+
+
+@pytest.mark.parametrize("many", [False, True], ids=["few files", "canonical pass"])
+def test_the_scan_checks_each_file_whole_not_only_its_frontmatter(tmp_path: Path,
+                                                                  many: bool) -> None:
+    """The patterns read each file up to its frontmatter's closing line; a body that is not
+    UTF-8, or holds a NUL, still makes the file one `parse_task` judges (as it was when the
+    patterns read whole files), and a verify-cmd line after a second `---` line is found."""
+    tasks = tmp_path / "backlog" / "tasks"
+    tasks.mkdir(parents=True)
+    (tmp_path / "backlog" / "config.yml").write_text("task_prefix: task\n")
+    head = "---\nid: TASK-{n}\ntitle: T\nstatus: Done\nlabels:\n  - 'verify:2026-01-01'\n---\n"
+    bodies = [b"\nnot utf-8 \xff\xfe\n", b"\nnul \x00\n", b"\n---\nverify-cmd: just verify-a\n",
+              "\nnon-ascii é\nverify-cmd: just verify-b\n".encode(), b"\r\nverify-cmd: just x\r\n"]
+    count = 600 if many else len(bodies)
+    for n in range(1, count + 1):
+        body = bodies[(n - 1) % len(bodies)]
+        (tasks / f"task-{n} - x.md").write_bytes(head.format(n=n).encode() + body)
+    assert_scan_matches_per_file(tmp_path)
+    found = {t.id: t.verify_cmd_lines for t in scan(tmp_path, verify_only=True).tasks}
+    assert found["TASK-3"] == ("verify-cmd: just verify-a",)
+    assert found["TASK-4"] == ("verify-cmd: just verify-b",)
+    assert "TASK-1" not in found  # not UTF-8: an error, as parse_task says
 
 
 def test_verify_only_scan_keeps_every_error_and_ambiguity(tmp_path: Path) -> None:
