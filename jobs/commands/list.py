@@ -69,13 +69,14 @@ def _scan_all(config: Config, day: date) -> tuple[list[dict[str, Any]], list[dic
         problems.extend({"repo": str(repo.path), "path": str(e.path), "line": e.line,
                          "message": e.message} for e in scan.errors)
         root = str(scan.root) + os.sep
+        where = str(repo.path)
         for task in scan.tasks:
             c = eligibility.classify(task, scan.config, day)
             if c is None:
                 continue
             path = str(task.path)
             rows.append({
-                "repo": str(repo.path), "id": task.id, "title": task.title,
+                "repo": where, "id": task.id, "title": task.title,
                 "path": path[len(root):] if path.startswith(root)
                 else str(task.path.relative_to(repo.path)), "status": task.status,
                 "state": c.state, "reason": c.reason, "label": c.label,
