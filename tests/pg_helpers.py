@@ -58,8 +58,14 @@ class PgServer:
         return f"postgresql+psycopg://loop@/postgres?host={self.base}&port={self.port}{extra}"
 
     def _ctl(self, *args: str, check: bool = True) -> None:
-        subprocess.run([*self.prefix, str(self.bindir / "pg_ctl"), "-D", str(self.data), *args],
-                       check=check, capture_output=True, timeout=60)
+        done = subprocess.run([*self.prefix, str(self.bindir / "pg_ctl"), "-D", str(self.data),
+                               *args], capture_output=True, text=True, timeout=60, check=False)
+        if check and done.returncode != 0:
+            # What pg_ctl and the server said: a bare exit status tells nothing of why.
+            log = self.base / "log"
+            tail = log.read_text(errors="replace")[-2000:] if log.exists() else "(no log)"
+            raise AssertionError(f"pg_ctl {' '.join(args)} exited {done.returncode}: "
+                                 f"{done.stdout}{done.stderr}\nserver log:\n{tail}")
 
     def start(self) -> None:
         self._ctl("-w", "-l", str(self.base / "log"), "-o",
