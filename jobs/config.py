@@ -29,6 +29,10 @@ MACHINE_MAX = 128
 # compiled at import costs every start-up a fraction of a millisecond.
 _DURATION = r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$"
 _UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
+# The longest duration taken. A limit is added to the clock (a claim's expiry, a deadline) and an
+# output retention subtracted from it; far beyond this, datetime and the system calls overflow
+# and every run would fail where the configuration should have been refused.
+MAX_DURATION = 100 * 365 * 86400.0
 _RETENTION = r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$"
 _SCHEDULE = r"^([01]?\d|2[0-3]):([0-5]\d)$"
 
@@ -85,6 +89,8 @@ def parse_duration(text: object) -> float:
     # YAML reads `.inf` and `.nan` as floats: neither is a limit a recipe can be held to.
     if not math.isfinite(value) or value <= 0:
         raise ValueError("a duration must be positive and finite")
+    if value > MAX_DURATION:
+        raise ValueError("a duration must be at most 100 years")
     return value
 
 
@@ -259,7 +265,8 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
         try:
             return parse_duration(value)
         except ValueError:
-            raise fail(key, value, "bad duration (use 90s, 30m, 2h or a number of seconds)") \
+            raise fail(key, value, "bad duration (use 90s, 30m, 2h or a number of seconds; "
+                                  "at most 100 years)") \
                 from None
 
     def text(key: str, value: object) -> str:
