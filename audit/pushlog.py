@@ -71,7 +71,7 @@ def _parse_all(raws: list[bytes]) -> list[PushEntry] | None:
         if not isinstance(obj, dict):
             return None
         values = [obj.get(key) for key in FIELDS]
-        strings = [v for v in values if isinstance(v, str) and v]
+        strings = [v for v in values if isinstance(v, str) and v and "\0" not in v]
         if len(strings) != len(FIELDS):
             return None
         repo, remote, ref, old, new, at, source = strings
@@ -106,6 +106,10 @@ def _parse_line(path: Path, number: int, raw: bytes) -> PushEntry:
         value = obj[key]
         if not isinstance(value, str) or not value:
             raise InputError(path, f"malformed push-log line: {key!r} must be a non-empty string",
+                             line=number)
+        if "\0" in value:
+            # No path, ref or remote name holds one; as a path it would crash realpath.
+            raise InputError(path, f"malformed push-log line: {key!r} holds a NUL character",
                              line=number)
         values[key] = value
     for key in ("old", "new"):

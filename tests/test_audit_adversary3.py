@@ -1,0 +1,43 @@
+"""A third round of what a run that controls its clone, its run directory and its push log could
+try: each test builds the attack for real (a clone, bare remotes on disk, the run directory's
+files) and each was a false pass, a traceback or an honest run failed before its fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from audit_helpers import ZERO, Run, commit, isolate_git, run_cli
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    isolate_git(monkeypatch, tmp_path)
+
+
+def _compare(tmp_path: Path, before: dict[str, Any], after: dict[str, Any],
+             log: Path) -> tuple[int, str, str, Path, Path]:
+    b, a = tmp_path / "before.json", tmp_path / "after.json"
+    b.write_text(json.dumps(before))
+    a.write_text(json.dumps(after))
+    done = run_cli("compare", str(b), str(a), "--push-log", str(log))
+    return done.returncode, done.stdout, done.stderr, b, a
+
+
+def test_a_nul_in_a_push_log_path_is_a_malformed_line_not_a_traceback(tmp_path: Path) -> None:
+    """A push-log entry whose `repo` held a NUL reached os.path.realpath: `unexpected error:
+    ValueError: embedded null byte`, exit 3. It is a malformed line: exit 2, file and line."""
+    run = Run(tmp_path)
+    commit(run.clone, "src/x.py", "x\n", "x")
+    run.push()
+    with run.log.open("a") as fh:
+        fh.write(json.dumps({"repo": "/tmp/a\u0000b", "remote": "origin",
+                             "ref": "refs/heads/main", "old": ZERO, "new": ZERO,
+                             "at": "2026-11-30T07:00:00Z", "source": "test"}) + "\n")
+    code, _, err, _, _ = _compare(tmp_path, run.before, run.snapshot(), run.log)
+    assert code == 2, err
+    assert err == (f"loop-pi-audit: {run.log}:2: malformed push-log line: 'repo' holds a NUL "
+                   "character\n")
+
