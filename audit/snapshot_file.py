@@ -51,6 +51,10 @@ def _check_snapshot(snap: Any) -> str | None:
     if not isinstance(repos, dict):
         return "`repos` missing or not an object"
     for repo, entry in repos.items():
+        if not repo.startswith("/") or "\0" in repo:
+            # The key is where closeout runs git: a relative one would be read from wherever
+            # compare runs, and a NUL crashed the process that was to run there.
+            return f"repository key {repo!r} is not an absolute path"
         where = f"repos[{repo!r}]"
         problem = _check_repo(where, entry)
         if problem is not None:

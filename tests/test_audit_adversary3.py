@@ -41,3 +41,17 @@ def test_a_nul_in_a_push_log_path_is_a_malformed_line_not_a_traceback(tmp_path: 
     assert err == (f"loop-pi-audit: {run.log}:2: malformed push-log line: 'repo' holds a NUL "
                    "character\n")
 
+
+def test_a_snapshot_keyed_by_a_path_git_cannot_run_in_is_malformed(tmp_path: Path) -> None:
+    """A snapshot's repository key is the path closeout runs git in: one holding a NUL was a
+    traceback (exit 3), a relative one would be read from wherever compare runs. Both are a
+    malformed snapshot: exit 2, the file named."""
+    run = Run(tmp_path)
+    after = run.snapshot()
+    for bad in ("/tmp/x\u0000y", "relative/clone"):
+        before = json.loads(json.dumps(run.before))
+        before["repos"][bad] = before["repos"].pop(run.key)
+        code, _, err, b, _ = _compare(tmp_path, before, after, run.log)
+        assert code == 2, err
+        assert err.startswith(f"loop-pi-audit: {b}: not a loop-pi-audit snapshot: repository "
+                              f"key {bad!r} is not an absolute path"), err
