@@ -30,6 +30,7 @@ from jobs.schedule_units import (
     Target,
     launchagent_plist,
     on_calendar,
+    one_line,
     render_plist,
     systemd_units,
 )
@@ -125,8 +126,7 @@ def scheduled_environment(config_path: Path, env: Mapping[str, str]) -> dict[str
         value = env.get(name)
         if not value:
             continue
-        if "\n" in value or "\0" in value:
-            raise LoopError(f"cannot carry ${name} into the scheduled job: it holds a line break")
+        one_line(value, f"${name}")
         # XDG paths must be absolute (the spec ignores others); TZ is a zone name.
         if name != "TZ" and not os.path.isabs(value):
             continue

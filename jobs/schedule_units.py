@@ -124,9 +124,12 @@ def launchagent_plist(config: Config, target: Target, *, hour_minute: tuple[int,
     template = (templates or templates_dir()) / PLIST_NAME
     with open(template, "rb") as fh:
         plist: dict[str, Any] = plistlib.load(fh)
-    plist = _fill(plist, {
-        "PROGRAM": str(target.program), "CONFIG": str(target.config), "PATH": target.path_env,
-        "HOME": str(target.working_dir), "LOG_DIR": str(target.log_dir)})
+    values = {"PROGRAM": str(target.program), "CONFIG": str(target.config),
+              "PATH": target.path_env, "HOME": str(target.working_dir),
+              "LOG_DIR": str(target.log_dir)}
+    for name, value in (*values.items(), *target.env.items()):
+        one_line(value, name)
+    plist = _fill(plist, values)
     hour, minute = hour_minute or launchd_time(config)
     plist["StartCalendarInterval"] = {"Hour": hour, "Minute": minute}
     plist["EnvironmentVariables"] = {**plist["EnvironmentVariables"], **target.env}
@@ -138,11 +141,25 @@ def render_plist(plist: Mapping[str, Any]) -> bytes:
     return plistlib.dumps(dict(plist), fmt=plistlib.FMT_XML, sort_keys=False)
 
 
+# systemd ends a unit file's line at CR and NUL as well as LF, so a value holding one would start
+# a directive of its own (`ExecStartPre=...` from a $HOME with a CR in it); an XML parser reads a
+# CR as LF, and plistlib refuses the other control characters. The doctor reads the units back
+# with str.splitlines, which also breaks at NEL and the Unicode line and paragraph separators.
+_NOT_ONE_LINE = re.compile("[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
+def one_line(value: str, what: str) -> str:
+    """`value` unchanged when a unit or plist can hold it as written, else LoopError."""
+    if _NOT_ONE_LINE.search(value):
+        raise LoopError(f"cannot put {what} in the scheduled job's files: it holds a line break "
+                        f"or another control character ({value!r})")
+    return value
+
+
 def systemd_quote(arg: str) -> str:
     """One ExecStart argument, double-quoted so spaces survive; `%` and `$` are escaped so
     systemd expands neither specifiers nor variables in it."""
-    if "\n" in arg or "\r" in arg:
-        raise LoopError(f"cannot put a line break in a systemd unit: {arg!r}")
+    one_line(arg, "an argument")
     escaped = (arg.replace("\\", "\\\\").replace('"', '\\"')
                .replace("%", "%%").replace("$", "$$"))
     return f'"{escaped}"'
@@ -155,8 +172,7 @@ def systemd_unquote(text: str) -> list[str]:
 
 def _systemd_env(name: str, value: str) -> str:
     # Environment= takes quoted assignments and expands specifiers, not variables.
-    if "\n" in value:
-        raise LoopError(f"cannot put a line break in a systemd unit: {value!r}")
+    one_line(value, f"${name}")
     escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
     return f'"{name}={escaped}"'
 
@@ -168,7 +184,8 @@ def systemd_units(config: Config, target: Target, *,
     exec_start = " ".join(systemd_quote(a) for a in
                           (str(target.program), "run", "--config", str(target.config)))
     values = {
-        "WORKING_DIRECTORY": str(target.working_dir).replace("%", "%%"),
+        "WORKING_DIRECTORY": one_line(str(target.working_dir),
+                                      "the working directory").replace("%", "%%"),
         "ENVIRONMENT": " ".join(_systemd_env(name, value) for name, value in
                                 (("PATH", target.path_env), *sorted(target.env.items()))),
         "EXEC_START": exec_start,

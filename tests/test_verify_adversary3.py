@@ -4,9 +4,16 @@ fail on later. Real repositories with bare remotes, real `just`."""
 
 from __future__ import annotations
 
+import shlex
+import shutil
+import subprocess
 from pathlib import Path
 
+import pytest
 from verify_helpers import make_verify_repo
+
+from jobs.main import main
+from jobs.schedule_units import unit_settings
 
 TODAY = ("--today", "2026-11-30")
 
@@ -39,3 +46,53 @@ def test_a_duration_too_large_for_the_clock_is_a_configuration_error(tmp_path: P
     done = repo.run("run", *TODAY)
     assert done.returncode == 0, done.stdout + done.stderr
     assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-ok)"
+
+
+SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
+
+
+@pytest.mark.parametrize("variable", ["HOME", "XDG_STATE_HOME"])
+def test_a_carriage_return_in_the_environment_cannot_add_a_directive_to_the_units(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        variable: str) -> None:
+    # systemd ends a unit's line at CR as well as LF: a $HOME holding "\rExecStartPre=..." was
+    # written into WorkingDirectory= and Environment=, and systemd read a second directive
+    # that runs a program of the value's choosing before every scheduled run.
+    evil = tmp_path / "dir\rExecStartPre=/nonexistent/injected"
+    evil.mkdir(parents=True)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.setenv(variable, str(evil))
+    config = tmp_path / "config.yaml"
+    config.write_text(f"state_dir: {tmp_path / 'state'}\n", encoding="utf-8")
+    units = tmp_path / "xdg-config" / "systemd" / "user"
+
+    for argv in (["install", "systemd", "--config", str(config)],
+                 ["install", "systemd", "--config", str(config), "--print"],
+                 ["install", "launchagent", "--config", str(config), "--print"]):
+        assert main(argv) == 2, argv
+        out, err = capsys.readouterr()
+        assert out == "", argv
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and f"${variable}" in lines[0], lines
+        assert "line break or another control character" in lines[0]
+        assert not units.exists()
+
+    # Quotes, backslashes, `$`, `%` and spaces are not line breaks: they are written so that
+    # systemd reads them back as they are.
+    odd = tmp_path / 'a "b" \\c $d 5% e'
+    odd.mkdir()
+    monkeypatch.setenv(variable, str(odd))
+    assert main(["install", "systemd", "--config", str(config)]) == 0
+    service = units / "loop-verify.service"
+    settings = unit_settings(service.read_text(encoding="utf-8"))
+    env = dict(w.replace("%%", "%").split("=", 1) for w in shlex.split(settings["Environment"]))
+    assert env[variable] == str(odd)
+    if SYSTEMD_ANALYZE is None:
+        pytest.skip("systemd-analyze is not installed (.ci/run installs the systemd package)")
+    done = subprocess.run([SYSTEMD_ANALYZE, "verify", str(service)],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
