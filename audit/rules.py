@@ -87,9 +87,15 @@ class EntryIndex:
 
 
 def default_branch(b_part: Mapping[str, Any], a_part: Mapping[str, Any]) -> str:
-    """The remote's HEAD symref as the run found it (else as it left it), else main."""
-    for part in (b_part, a_part):
-        target = part.get("symrefs", {}).get("HEAD")
+    """The remote's HEAD symref as the run found it, else main. HEAD as the run left it counts
+    only for a remote that had no branch at all when the run started: a HEAD that named no
+    existing branch then (a server advertises none) must not let the run choose its default
+    branch by creating the one it names, and so have main judged like any other branch."""
+    target = b_part.get("symrefs", {}).get("HEAD")
+    if isinstance(target, str) and target.startswith("refs/heads/"):
+        return target
+    if not any(ref.startswith("refs/heads/") for ref in b_part.get("refs", {})):
+        target = a_part.get("symrefs", {}).get("HEAD")
         if isinstance(target, str) and target.startswith("refs/heads/"):
             return target
     return "refs/heads/main"

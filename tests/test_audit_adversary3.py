@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from audit_helpers import ZERO, Run, commit, isolate_git, run_cli
+from audit_helpers import ZERO, Run, commit, git, isolate_git, run_cli, verdicts
+
+from audit.model import NON_FAST_FORWARD, PUSH_LOGGED
 
 
 @pytest.fixture(autouse=True)
@@ -55,3 +57,25 @@ def test_a_snapshot_keyed_by_a_path_git_cannot_run_in_is_malformed(tmp_path: Pat
         assert code == 2, err
         assert err.startswith(f"loop-pi-audit: {b}: not a loop-pi-audit snapshot: repository "
                               f"key {bad!r} is not an absolute path"), err
+
+
+def test_a_dangling_remote_head_does_not_let_the_run_choose_its_default_branch(
+        tmp_path: Path) -> None:
+    """The remote's HEAD named a branch that did not exist when the run started (a bare
+    repository made with another default branch name), so the server advertised no HEAD and
+    main was the default branch. By creating that branch the run made the after-snapshot's HEAD
+    the default: main became "any other ref", and a logged force push rewriting it passed as
+    PUSH_LOGGED. The default is decided by what the run found."""
+    run = Run(tmp_path)
+    git(run.bare, "symbolic-ref", "HEAD", "refs/heads/master")
+    commit(run.clone, "src/a.py", "a\n", "a")
+    run.push()
+    run.before = run.snapshot()
+    assert "HEAD" not in run.before["repos"][run.key]["remotes"]["origin"]["symrefs"]
+    git(run.clone, "reset", "-q", "--hard", "HEAD~1")
+    commit(run.clone, "src/b.py", "b\n", "b")
+    run.push(force=True)
+    run.push("HEAD", "refs/heads/master")
+    found = verdicts(run.judge())
+    assert found[("refs/heads/main", "branch-moved")] == NON_FAST_FORWARD
+    assert found[("refs/heads/master", "branch-added")] == PUSH_LOGGED
