@@ -213,6 +213,15 @@ def _read_yaml(path: Path, text: str) -> tuple[Any, dict[str, int], str | None]:
         line = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(path, "config", str(path), f"not valid YAML{line}: {problem}") from None
+    from jobs.config_yaml import repeated_key, value_at
+
+    repeated = repeated_key(node)
+    if repeated is not None:
+        # SafeLoader keeps the last of two equal keys without a word: a setting written twice
+        # (one forgotten further down) would silently override the one the owner reads.
+        key, at, first = repeated
+        raise ConfigError(f"{path}:{at}", key, value_at(data, key),
+                          f"repeated key (first on line {first})")
     return data, _key_lines(node), _plain_text(node, "schedule")
 
 

@@ -96,3 +96,26 @@ def test_a_carriage_return_in_the_environment_cannot_add_a_directive_to_the_unit
     done = subprocess.run([SYSTEMD_ANALYZE, "verify", str(service)],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(("text", "key", "line", "first"), [
+    ("timeout: 30m\nkill_grace: 5s\ntimeout: 1s\n", "timeout", 3, 1),
+    ("timeout: 30m\n'timeout': 1s\n", "timeout", 2, 1),
+    ("repos:\n  - path: {app}\n    timeout: 1h\n    timeout: 1s\n", "repos[0].timeout", 4, 3),
+])
+def test_a_key_written_twice_in_the_configuration_is_refused(
+        tmp_path: Path, text: str, key: str, line: int, first: int) -> None:
+    # PyYAML keeps the last of two equal keys without a word, so a `timeout: 1s` forgotten
+    # further down silently replaced the one the owner reads, and every recipe timed out.
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    repo.config_path.write_text(text.format(app=repo.root), encoding="utf-8")
+    task = repo.root / "backlog" / "tasks" / "task-1 - Task-1.md"
+    before, head = task.read_bytes(), repo.head()
+
+    for verb in ("run", "list"):
+        done = repo.run(verb, *TODAY, "--repo", str(repo.root))
+        assert done.returncode == 2, done.stdout + done.stderr
+        lines = done.stderr.strip().splitlines()
+        assert lines == [f"loop-verify: {repo.config_path}:{line}: {key}: repeated key "
+                         f"(first on line {first}) (got '1s')"], lines
+    assert task.read_bytes() == before and repo.head() == head
