@@ -229,7 +229,7 @@ def object_types(repo: Path | str, shas: list[str]) -> dict[str, str | None]:
     out = run_git(repo, *hardened_argv("cat-file", "--batch-check=%(objectname) %(objecttype)"),
                   input_text="".join(f"{sha}\n" for sha in wanted))
     types: dict[str, str | None] = dict.fromkeys(wanted)
-    for line in out.splitlines():
+    for line in out.split("\n"):
         name, _, kind = line.partition(" ")
         if name in types and kind != "missing":
             types[name] = kind

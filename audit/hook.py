@@ -109,7 +109,8 @@ def uninstall(repo: Path) -> str:
 def parse_stdin(text: str, repo: str, remote: str, url: str, at: str) -> list[dict[str, str]]:
     """git's lines `<local ref> <local sha> <remote ref> <remote sha>` → push-log entries."""
     entries = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    # Newlines only: a ref name may hold U+2028 or U+0085, where splitlines() would break it.
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         fields = line.split(" ")

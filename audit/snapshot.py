@@ -118,7 +118,9 @@ def parse_ls_remote(text: str) -> tuple[dict[str, str], dict[str, str]]:
     """`git ls-remote --symref` output → (refs, symrefs), peeled `^{}` lines kept as printed."""
     refs: dict[str, str] = {}
     symrefs: dict[str, str] = {}
-    for line in text.splitlines():
+    # Newlines only: a ref name may hold U+2028 or U+0085, where splitlines() would break it
+    # and let `refs/heads/x<U+2028>` stand in for `refs/heads/x`.
+    for line in text.split("\n"):
         if not line:
             continue
         left, sep, name = line.partition("\t")
@@ -187,7 +189,9 @@ def snapshot_tags(repo: str) -> dict[str, Any]:
     except GitFailed as exc:
         return {"available": False, "reason": f"git for-each-ref refs/tags failed: {exc}"}
     tags: dict[str, str] = {}
-    for line in out.splitlines():
+    for line in out.split("\n"):  # not splitlines(): see parse_ls_remote
+        if not line:
+            continue
         sha, peeled, name = line.split("\t", 2)
         tags[name] = sha
         if peeled:

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from audit_helpers import ZERO, Run, commit, git, isolate_git, run_cli, verdicts
+from audit_helpers import ZERO, Run, commit, git, isolate_git, rev, run_cli, verdicts
 
-from audit.model import NON_FAST_FORWARD, PUSH_LOGGED
+from audit.model import NON_FAST_FORWARD, PUSH_LOGGED, UNGRANTED
 
 
 @pytest.fixture(autouse=True)
@@ -79,3 +79,41 @@ def test_a_dangling_remote_head_does_not_let_the_run_choose_its_default_branch(
     found = verdicts(run.judge())
     assert found[("refs/heads/main", "branch-moved")] == NON_FAST_FORWARD
     assert found[("refs/heads/master", "branch-added")] == PUSH_LOGGED
+
+
+def test_a_ref_name_holding_a_unicode_line_separator_cannot_stand_in_for_another(
+        tmp_path: Path) -> None:
+    """git allows U+2028 (and U+0085) in ref names; Python's splitlines() breaks lines there.
+    `refs/heads/feature<U+2028>` holding feature's old tip was read as `refs/heads/feature`, so
+    an unlogged force push of feature (and of a tag the same way) left no finding at all. git's
+    output is split on newlines only: every ref keeps its own name."""
+    run = Run(tmp_path)
+    start = rev(run.clone, "HEAD")
+    git(run.clone, "push", "-q", "origin", "HEAD:refs/heads/feature")
+    git(run.clone, "push", "-q", "origin", "HEAD:refs/tags/v1")
+    run.before = run.snapshot()
+    commit(run.clone, "deploy.sh", "evil\n", "evil")
+    for ref in ("refs/heads/feature", "refs/tags/v1"):
+        git(run.clone, "push", "-q", "--no-verify", "origin", f"{start}:{ref}\u2028")
+        git(run.clone, "push", "-q", "--force", "origin", f"HEAD:{ref}")
+    after = run.snapshot()
+    refs = after["repos"][run.key]["remotes"]["origin"]["refs"]
+    assert refs["refs/heads/feature"] == rev(run.clone, "HEAD")
+    assert refs["refs/heads/feature\u2028"] == start
+    found = verdicts(run.judge(after))
+    assert found[("refs/heads/feature", "branch-moved")] == UNGRANTED
+    assert found[("refs/tags/v1", "tag-moved")] == UNGRANTED
+    assert found[("refs/heads/feature\u2028", "branch-added")] == UNGRANTED
+
+
+def test_a_local_tag_named_with_a_line_separator_is_recorded_not_a_traceback(
+        tmp_path: Path) -> None:
+    """The same split of `for-each-ref` output made `begin` die on a tag `v1<U+2028>x`
+    (`ValueError: not enough values to unpack`, exit 3)."""
+    run = Run(tmp_path)
+    git(run.clone, "tag", "v1\u2028x")
+    run_dir = tmp_path / "run"
+    done = run_cli("begin", str(run.clone), "--run-dir", str(run_dir))
+    assert done.returncode == 0, done.stderr
+    snap = json.loads((run_dir / "audit-before.json").read_text())
+    assert "refs/tags/v1\u2028x" in snap["repos"][run.key]["tags"]["tags"]

@@ -273,3 +273,14 @@ def test_a_repository_with_its_own_audit_package_cannot_hijack_the_hook(
     done = push(clone, "origin", "HEAD:refs/heads/lookalike")
     assert done.returncode == 0 and "hijacked" not in done.stderr
     assert logged(run_dir) == [("origin", "refs/heads/lookalike", ZERO, new)]
+
+
+def test_a_branch_named_with_a_unicode_line_separator_is_logged_not_refused(
+        setup: tuple[Path, Path, Path]) -> None:
+    """git allows U+2028 in a ref name; the hook split git's stdin with splitlines(), broke
+    the line there and refused an honest push as "unexpected line from git"."""
+    clone, _, run_dir = setup
+    head = rev(clone, "HEAD")
+    done = push(clone, "origin", "HEAD:refs/heads/odd\u2028name")
+    assert done.returncode == 0, done.stderr
+    assert logged(run_dir) == [("origin", "refs/heads/odd\u2028name", ZERO, head)]
