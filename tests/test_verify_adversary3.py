@@ -119,3 +119,35 @@ def test_a_key_written_twice_in_the_configuration_is_refused(
         assert lines == [f"loop-verify: {repo.config_path}:{line}: {key}: repeated key "
                          f"(first on line {first}) (got '1s')"], lines
     assert task.read_bytes() == before and repo.head() == head
+
+
+HIDDEN = ("\x1b", "\x07", "\r", "\x00", "\u202e", "\x9b")
+
+
+def test_the_review_shows_control_characters_from_tasks_and_output_instead_of_passing_them_on(
+        tmp_path: Path) -> None:
+    # A task title or a recipe's output holding terminal escapes (a colour, a window title, a
+    # screen clear; `\r` that overwrites a line) or a right-to-left override went into the
+    # Markdown report as they were: `cat review.md` ran them on the reader's terminal, and the
+    # override reversed what followed it on the line, in the HTML page too.
+    justfile = ("verify-colour:\n"
+                "    printf 'ok\\n\\033[31mred\\033[0m FAILED\\rPASSED\\n\\033]0;pwned\\007'\n"
+                "    exit 1\n")
+    repo = make_verify_repo(tmp_path, justfile=justfile)
+    path = repo.add_task(1, notes="verify-cmd: just verify-colour")
+    text = path.read_text(encoding="utf-8").replace(
+        "title: Task 1", 'title: "T\\e]0;pwned\\a\\e[2J\\u202eliaf\\x9b"')
+    path.write_text(text, encoding="utf-8")
+    repo.commit_all()
+    assert repo.run("run", *TODAY).returncode == 1
+
+    for fmt in ("markdown", "html"):
+        out = tmp_path / f"review.{fmt}"
+        done = repo.run("review", "--config", str(repo.config_path), "--format", fmt,
+                        "--out", str(out))
+        assert done.returncode == 0, done.stderr
+        report = out.read_text(encoding="utf-8")
+        assert "TASK-1" in report and "liaf" in report
+        assert [ch for ch in HIDDEN if ch in report] == [], fmt
+        # Shown, not dropped: the reader sees that the text held them.
+        assert "\\x1b" in report and "\\u202e" in report and "FAILED\\rPASSED" in report

@@ -1,7 +1,8 @@
 """The review as one self-contained HTML page: inline CSS, no script, no request of any kind.
 
 Every piece of text goes through `esc` (html.escape, quotes included): task titles, ids, output
-and reasons come from repositories and recipes, and a `<script>` in any of them is text.
+and reasons come from repositories and recipes, and a `<script>` in any of them is text; a
+control character or bidirectional override in them is shown as an escape (`visible`).
 A Content-Security-Policy of `default-src 'none'` makes the no-request promise the browser's too.
 """
 
@@ -25,6 +26,7 @@ from jobs.review.model import (
     TimelineRow,
     finding_change,
 )
+from jobs.review.visible import visible
 
 CSS = """
 :root{--pass:#2e9e4f;--fail:#d1242f;--timeout:#e36209;--error:#8250df;--drift:#bf8700;
@@ -79,7 +81,7 @@ CSP = "default-src 'none'; style-src 'unsafe-inline'"
 
 
 def esc(text: object) -> str:
-    return escape(str(text), quote=True)
+    return escape(visible(str(text), block=True), quote=True)
 
 
 def render_html(review: Review, generated_at: datetime) -> str:

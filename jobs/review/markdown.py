@@ -1,6 +1,7 @@
 """The review as Markdown, to paste into an incident document.
 
-Text from tasks, output and commits is escaped (`md`): HTML's `<`, `>` and `&` become entities
+Text from tasks, output and commits is escaped (`md`): control characters are shown as escapes
+(`visible`), HTML's `<`, `>` and `&` become entities
 and Markdown's own punctuation is backslashed, so neither a tag nor a link can be smuggled in;
 output goes in fenced blocks whose fence is longer than any backtick run inside.
 """
@@ -14,17 +15,19 @@ from datetime import datetime, tzinfo
 from jobs.ledger_audit import AuditFinding
 from jobs.review.links import Site
 from jobs.review.model import SEVERITY, AuditView, Failure, Review, finding_change
+from jobs.review.visible import visible
 
 _SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~])")
 
 
 def md(text: object) -> str:
-    value = " ".join(str(text).splitlines())
+    value = visible(" ".join(str(text).splitlines()))
     value = value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _SPECIAL.sub(r"\\\1", value)
 
 
 def fenced(text: str) -> str:
+    text = visible(text, block=True)
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}text\n{text}\n{fence}"
