@@ -8,10 +8,11 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+from urllib.parse import unquote
 
 from audit.model import Change, Commit
 from audit.pushlog import ZERO, PushEntry
-from audit.urls import redact_url
+from audit.urls import github_remote, redact_url
 
 BACKLOG_DIR = "backlog/"
 RELEASE_MANIFEST = ".release-please-manifest.json"
@@ -37,7 +38,16 @@ def remote_urls(part: Mapping[str, Any]) -> set[str]:
 
 
 def _same_url(url: str) -> str:
+    """One spelling per repository: a local path as `/p`, `/p/` or `file:///p`; a github.com
+    repository as https, ssh or scp-like, with or without `.git`, in any case (GitHub's names
+    are case-insensitive). Anything else only loses a trailing slash."""
     url = redact_url(url).rstrip("/")
+    found = github_remote(url)
+    if found is not None:
+        return "github:" + found[1].lower()
+    if url.startswith("file://"):
+        path = unquote(url.removeprefix("file://"))
+        url = path if path.startswith("/") else url
     if "://" not in url and url.startswith("/"):
         url = os.path.normpath(url)
     return url

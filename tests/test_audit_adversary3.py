@@ -12,6 +12,8 @@ import pytest
 from audit_helpers import ZERO, Run, commit, git, isolate_git, rev, run_cli, verdicts
 
 from audit.model import NON_FAST_FORWARD, PUSH_LOGGED, UNGRANTED
+from audit.pushlog import PushEntry
+from audit.rules import entry_covers_remote
 
 
 @pytest.fixture(autouse=True)
@@ -117,3 +119,33 @@ def test_a_local_tag_named_with_a_line_separator_is_recorded_not_a_traceback(
     assert done.returncode == 0, done.stderr
     snap = json.loads((run_dir / "audit-before.json").read_text())
     assert "refs/tags/v1\u2028x" in snap["repos"][run.key]["tags"]["tags"]
+
+
+def test_one_repository_spelled_two_ways_is_one_remote(tmp_path: Path) -> None:
+    """`origin` at /srv/x.git and `mirror` at file:///srv/x.git are one repository: the push
+    logged through origin moved mirror's main too, and an honest run failed with "a push the log
+    never saw" on mirror."""
+    run = Run(tmp_path)
+    git(run.clone, "remote", "add", "mirror", f"file://{run.bare}")
+    run.before = run.snapshot()
+    commit(run.clone, "src/a.py", "a\n", "a")
+    run.push()
+    found = {(f.remote, f.ref, f.kind): f.verdict for f in run.judge()}
+    assert found[("mirror", "refs/heads/main", "branch-moved")] == PUSH_LOGGED
+    assert found[("origin", "refs/heads/main", "branch-moved")] == PUSH_LOGGED
+
+
+@pytest.mark.parametrize(("one", "other", "same"), [
+    ("https://github.com/acme/widgets.git", "git@github.com:acme/widgets.git", True),
+    ("https://github.com/acme/widgets", "ssh://git@github.com/Acme/Widgets.git", True),
+    ("https://x-access-token:t0k3n@github.com/acme/widgets.git/",
+     "https://github.com/acme/widgets", True),
+    ("https://github.com/acme/widgets", "https://github.com/acme/gadgets", False),
+    ("/srv/x.git", "file:///srv/x.git/", True),
+    ("/srv/x", "/srv/x.git", False),  # two directories git could both find
+])
+def test_a_github_repository_is_one_remote_however_its_url_is_spelled(
+        one: str, other: str, same: bool) -> None:
+    entry = PushEntry("/r", "mirror", "refs/heads/main", ZERO, "1" * 40, "", "test", 1)
+    remotes = {"origin": {"url": one}, "mirror": {"url": other}}
+    assert entry_covers_remote(entry, "origin", remotes["origin"], remotes) is same
