@@ -21,12 +21,15 @@ def shown(text: str) -> str:
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-# Compiled on first use (re's own cache keeps it): `list --json` never needs it.
-_LINE_BREAKING = "[\x00-\x1f\x7f\x85\u2028\u2029]"
+# Compiled on first use (re's own cache keeps it): `list --json` never needs it. C0 and C1
+# controls (U+009B is a terminal's CSI in one character), DEL, the line separators, and the
+# bidirectional embeddings, overrides, isolates and marks, which reverse what follows on a line.
+_LINE_BREAKING = "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]"
 
 
 def one_line(text: str) -> str:
-    """Text for one line of output: control characters and line separators shown escaped.
+    """Text for one line of output: control characters, line separators and bidirectional
+    controls shown escaped.
 
     Ids, reasons and paths come from task files; none may start a line of its own, and a file
     name that is not UTF-8 must not make printing fail on a strict UTF-8 stdout.

@@ -151,3 +151,26 @@ def test_the_review_shows_control_characters_from_tasks_and_output_instead_of_pa
         assert [ch for ch in HIDDEN if ch in report] == [], fmt
         # Shown, not dropped: the reader sees that the text held them.
         assert "\\x1b" in report and "\\u202e" in report and "FAILED\\rPASSED" in report
+
+
+def test_run_list_and_history_show_c1_controls_and_bidi_overrides_escaped(
+        tmp_path: Path) -> None:
+    # `one_line` escaped C0 controls but let the C1 ones through (U+009B is CSI, a terminal's
+    # escape sequence in one character) and the bidirectional overrides, which reverse the rest
+    # of the line: a file name a recipe leaves, or a task file's own name, reached the terminal.
+    csi, rlo = "\x9b", "\u202e"
+    name = f"a{csi}2J{rlo}txt.b"
+    justfile = f"verify-mk:\n    touch '{name}'\n"
+    repo = make_verify_repo(tmp_path, justfile=justfile)
+    repo.add_task(1, notes="verify-cmd: just verify-mk")
+    broken = repo.root / "backlog" / "tasks" / f"task-9 - x{csi}31m{rlo}gnp.md"
+    broken.write_text("---\nid: [\n---\n", encoding="utf-8")
+    repo.commit_all()
+
+    outputs = [repo.run("list", *TODAY), repo.run("run", *TODAY), repo.run("history")]
+    assert [p.returncode for p in outputs] == [0, 1, 0], [p.stderr for p in outputs]
+    for proc in outputs:
+        assert csi not in proc.stdout and rlo not in proc.stdout, proc.stdout
+    assert "x\\x9b31m\\u202egnp.md" in outputs[0].stdout
+    for proc in outputs[1:]:
+        assert "a\\x9b2J\\u202etxt.b" in proc.stdout, proc.stdout
