@@ -15,7 +15,11 @@ FAILED_LABEL = "verify-failed"
 TAIL_LINES = 20
 TAIL_BYTES = 2048
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# C0 and C1 controls (U+009B is a terminal's CSI) and the bidirectional embeddings, overrides,
+# isolates and marks (one reverses the text after it): none of a recipe's output that acts
+# rather than shows reaches the task file.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e"
+                      "\u2066-\u2069]")
 
 
 @dataclass(frozen=True)

@@ -174,3 +174,21 @@ def test_run_list_and_history_show_c1_controls_and_bidi_overrides_escaped(
     assert "x\\x9b31m\\u202egnp.md" in outputs[0].stdout
     for proc in outputs[1:]:
         assert "a\\x9b2J\\u202etxt.b" in proc.stdout, proc.stdout
+
+
+def test_a_failure_summary_writes_c1_controls_and_bidi_overrides_as_replacement_characters(
+        tmp_path: Path) -> None:
+    # The summary replaced C0 controls with U+FFFD but kept the C1 ones (U+009B, a terminal's
+    # CSI) and the bidirectional overrides: a recipe's output put them into the task file, where
+    # `cat` or `backlog task view` acts on them and an override reverses the summary's text.
+    justfile = ("verify-odd:\n"
+                "    printf 'a\\302\\2332J b\\342\\200\\256deliaf c\\342\\201\\246d\\n'\n"
+                "    exit 1\n")
+    repo = make_verify_repo(tmp_path, justfile=justfile)
+    path = repo.add_task(1, notes="verify-cmd: just verify-odd")
+    repo.commit_all()
+    assert repo.run("run", *TODAY).returncode == 1
+    text = path.read_text(encoding="utf-8")
+    assert "exited 1" in text
+    assert "    a\ufffd2J b\ufffddeliaf c\ufffdd\n" in text, text
+    assert not {"\x9b", "\u202e", "\u2066"} & set(text)
