@@ -106,6 +106,15 @@ class ReleaseJudge(JudgeBase):
             self._add("github", "releases", "releases-unavailable", None, None, UNVERIFIED,
                       "; ".join(down))
             return False
+        read = [_read_from(p) for p in (b, a)]
+        if None not in read and read[0] != read[1]:
+            # The after-snapshot asked other repositories (a GitHub Enterprise host unknown at
+            # closeout, say): "no release" there says nothing of the ones read at the start.
+            self._add("github", "releases", "releases-unavailable", None, None, UNVERIFIED,
+                      f"releases were read from {', '.join(read[0] or ['no repository'])} at "
+                      f"the start but from {', '.join(read[1] or ['no repository'])} at the "
+                      "end: they cannot be compared")
+            return False
         b_by = _releases_by_key(b, next(iter(self._release_repos(b)), ""))
         a_by = _releases_by_key(a, next(iter(self._release_repos(a)), ""))
         b_assets = _assets_by_key(b, next(iter(self._release_repos(b)), ""))
@@ -308,6 +317,14 @@ def _release_diff(olds: Sequence[str], news: Sequence[str]) -> str:
     old, new = json.loads(olds[0]), json.loads(news[0])
     keys = sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
     return ", ".join(f"{k} {old.get(k)!r} → {new.get(k)!r}" for k in keys)
+
+
+def _read_from(part: Mapping[str, Any]) -> list[str] | None:
+    """The GitHub repositories a snapshot read releases from, as it recorded them (None for
+    the contract's bare form, which records none)."""
+    if "github_repos" not in part:
+        return None
+    return sorted({g.lower() for g in part["github_repos"]})
 
 
 def _one(values: set[str]) -> str | None:

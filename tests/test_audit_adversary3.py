@@ -9,11 +9,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from audit_helpers import ZERO, Run, commit, git, isolate_git, rev, run_cli, verdicts
+from audit_helpers import (
+    ZERO,
+    Run,
+    commit,
+    gh_release,
+    git,
+    isolate_git,
+    make_repo_with_remote,
+    rev,
+    run_cli,
+    verdicts,
+)
+from pytest_httpserver import HTTPServer
 
-from audit.model import NON_FAST_FORWARD, PUSH_LOGGED, UNGRANTED
+from audit.compare import judge
+from audit.history import gather_history
+from audit.model import NON_FAST_FORWARD, PUSH_LOGGED, UNGRANTED, UNVERIFIED
 from audit.pushlog import PushEntry
 from audit.rules import entry_covers_remote
+from audit.snapshot import take_snapshot
 
 
 @pytest.fixture(autouse=True)
@@ -149,3 +164,32 @@ def test_a_github_repository_is_one_remote_however_its_url_is_spelled(
     entry = PushEntry("/r", "mirror", "refs/heads/main", ZERO, "1" * 40, "", "test", 1)
     remotes = {"origin": {"url": one}, "mirror": {"url": other}}
     assert entry_covers_remote(entry, "origin", remotes["origin"], remotes) is same
+
+
+def test_releases_read_from_no_repository_at_closeout_are_not_no_releases(
+        tmp_path: Path, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """origin is on a GitHub Enterprise host, known by $GITHUB_API_URL. Without that variable at
+    closeout (the run's environment) the after-snapshot found no GitHub remote and recorded
+    releases as "not applicable": the release the run made was never read and the audit
+    passed. Releases read from other repositories than at the start cannot be compared."""
+    clone, bare = make_repo_with_remote(tmp_path)
+    url = f"https://localhost:{httpserver.port}/octo/widgets.git"
+    git(clone, "remote", "set-url", "origin", url)
+    git(clone, "config", f"url.{bare}.insteadOf", url)
+    api = httpserver.url_for("/api/v3").rstrip("/")
+    monkeypatch.setenv("GITHUB_API_URL", api)
+    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+    httpserver.expect_request("/api/v3/repos/octo/widgets/releases").respond_with_json([])
+    before = take_snapshot([clone], charter_sha256=None)
+    key = str(clone.resolve())
+    assert before["repos"][key]["releases"]["github_repos"] == ["octo/widgets"]
+    monkeypatch.delenv("GITHUB_API_URL")
+    httpserver.clear()
+    httpserver.expect_request("/api/v3/repos/octo/widgets/releases").respond_with_json(
+        [gh_release(api, "octo/widgets", 1, "v9", author="octocat")])
+    after = take_snapshot([clone], charter_sha256=None)
+    assert after["repos"][key]["releases"]["github_repos"] == []
+    found = judge(before, after, None, gather_history(before, after, []), ())
+    assert [(f.ref, f.kind, f.verdict) for f in found] == [
+        ("releases", "releases-unavailable", UNVERIFIED)]
+    assert "octo/widgets" in found[0].reason
