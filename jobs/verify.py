@@ -387,4 +387,11 @@ class _RepoRun:
             return problem
         facts = git.commit_facts(self.root, self.repo.branch, readiness.verdict_paths(
             [(c.task.path.relative_to(self.root), c.task.folder) for c in due]))
-        return readiness.cannot_commit(facts)
+        problem = readiness.cannot_commit(facts)
+        if problem is None:
+            # A scheduled job often has neither a global git config nor GIT_* identity: every
+            # recipe would run for a verdict whose commit git then refuses.
+            who = git.committer_problem(self.root)
+            if who is not None:
+                problem = f"cannot take a commit: git cannot name the committer: {who}"
+        return problem

@@ -192,3 +192,35 @@ def test_a_failure_summary_writes_c1_controls_and_bidi_overrides_as_replacement_
     assert "exited 1" in text
     assert "    a\ufffd2J b\ufffddeliaf c\ufffdd\n" in text, text
     assert not {"\x9b", "\u202e", "\u2066"} & set(text)
+
+
+def test_a_repository_where_git_cannot_name_the_committer_is_skipped_before_any_recipe(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A scheduled job often has no global git config and no GIT_* identity. Every recipe due
+    # there ran, and then every verdict's commit failed ("Author identity unknown"): an hour of
+    # recipes for verdicts that could not land, again each morning for the newly due ones.
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    repo.git("config", "user.useConfigOnly", "true")  # no guess from the host name either
+    home = tmp_path / "empty-home"
+    home.mkdir()
+    for var in ("GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME",
+                "GIT_COMMITTER_EMAIL", "EMAIL", "XDG_CONFIG_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    task = repo.root / "backlog" / "tasks" / "task-1 - Task-1.md"
+    before, head = task.read_bytes(), repo.head()
+
+    for args in (("--dry-run",), ()):
+        done = repo.run("run", *TODAY, *args)
+        assert done.returncode == 3, done.stdout + done.stderr
+        assert "skipped  app: cannot take a commit: git cannot name the committer: fatal: " \
+            "no email was given" in done.stdout, done.stdout
+    assert not list(repo.state_dir.glob("runs/*/*.log")), "a recipe ran"
+    assert task.read_bytes() == before and repo.head() == head and repo.status() == ""
+
+    repo.git("config", "user.name", "Owner")
+    repo.git("config", "user.email", "owner@example.invalid")
+    done = repo.run("run", *TODAY)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-ok)"
