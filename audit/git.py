@@ -243,7 +243,7 @@ def fetch_for_audit(repo: Path | str, url: str, refspecs: list[str],
     run_git(repo, *hardened_argv("fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
                                  "--no-auto-gc", "--no-recurse-submodules",
                                  # `--`: no URL or refspec is ever read as an option.
-                                 "--upload-pack=git-upload-pack", "--", url, *refspecs),
+                                 f"--upload-pack={upload_pack(url)}", "--", url, *refspecs),
             timeout=timeout if timeout is not None else remote_timeout(), network=True)
 
 
@@ -256,8 +256,30 @@ def ls_remote(url: str, timeout: float, config: Sequence[tuple[str, str]] = ()) 
         env = dict(os.environ)
         env["GIT_CEILING_DIRECTORIES"] = os.path.dirname(where)
         return run_git(where, *hardened_argv("ls-remote", "--symref",
-                                             "--upload-pack=git-upload-pack", url),
+                                             f"--upload-pack={upload_pack(url)}", url),
                        timeout=timeout, env=env, config=config, network=True)
+
+
+# For a remote on this machine git runs upload-pack itself, with the caller's global config
+# (`GIT_CONFIG_GLOBAL` is kept, but git clears `-c` settings for a local transport): a
+# `transfer.hideRefs` or `uploadpack.hideRefs` there hid the branch or tag the run pushed from
+# the snapshot. Settings on upload-pack's own command line come last, and a `!` entry
+# un-hides. Over ssh the remote runs the command (GitHub accepts none but git-upload-pack), and
+# over http it is not ours to choose.
+LOCAL_UPLOAD_PACK = ("git -c transfer.hideRefs=!refs/ -c transfer.hideRefs=!HEAD "
+                     "-c uploadpack.hideRefs=!refs/ -c uploadpack.hideRefs=!HEAD upload-pack")
+
+
+def upload_pack(url: str) -> str:
+    """The upload-pack command for `url`: see LOCAL_UPLOAD_PACK."""
+    if url.startswith("file://"):
+        return LOCAL_UPLOAD_PACK
+    if "://" in url:
+        return "git-upload-pack"
+    colon, slash = url.find(":"), url.find("/")
+    if colon > 0 and (slash < 0 or colon < slash):
+        return "git-upload-pack"  # scp-like host:path, over ssh
+    return LOCAL_UPLOAD_PACK
 
 
 def absolute_url(url: str, repo: Path | str) -> str:

@@ -193,3 +193,21 @@ def test_releases_read_from_no_repository_at_closeout_are_not_no_releases(
     assert [(f.ref, f.kind, f.verdict) for f in found] == [
         ("releases", "releases-unavailable", UNVERIFIED)]
     assert "octo/widgets" in found[0].reason
+
+
+def test_hidden_refs_in_the_global_config_cannot_hide_a_push_from_the_snapshot(
+        tmp_path: Path) -> None:
+    """For a remote on this machine git runs upload-pack with the caller's global config (kept:
+    it holds credentials and insteadOf rules; `-c` does not reach a local upload-pack). A
+    `uploadpack.hideRefs` or `transfer.hideRefs` written there at closeout hid the branch and
+    the tag the run pushed unlogged: no finding at all, exit 0."""
+    run = Run(tmp_path)
+    commit(run.clone, "deploy.sh", "evil\n", "evil")
+    git(run.clone, "push", "-q", "origin", "HEAD:refs/heads/evil", "HEAD:refs/tags/evil")
+    global_config = tmp_path / "gitconfig-global"
+    global_config.write_text("[uploadpack]\n\thideRefs = refs/heads/evil\n"
+                             "[transfer]\n\thideRefs = refs/tags/evil\n\thideRefs = HEAD\n")
+    git(run.bare, "config", "uploadpack.hideRefs", "refs/heads/main")
+    found = verdicts(run.judge())
+    assert found == {("refs/heads/evil", "branch-added"): UNGRANTED,
+                     ("refs/tags/evil", "tag-added"): UNGRANTED}
