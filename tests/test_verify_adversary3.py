@@ -224,3 +224,28 @@ def test_a_repository_where_git_cannot_name_the_committer_is_skipped_before_any_
     done = repo.run("run", *TODAY)
     assert done.returncode == 0, done.stdout + done.stderr
     assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-ok)"
+
+
+@pytest.mark.parametrize(("args", "option"), [
+    (("--until", "0001-01-01"), "--until"),             # the default window starts 30 days before
+    (("--until", "9999-12-31"), "--until"),             # a whole day: it ends the day after
+    (("--since", "0001-01-01", "--until", "2026-12-01"), "--since"),
+    (("--since", "0001-01-01T00:00:00+05:00", "--until", "2026-12-01"), "--since"),
+])
+def test_a_review_window_beyond_the_calendar_is_a_usage_error(
+        tmp_path: Path, args: tuple[str, ...], option: str) -> None:
+    # Dates at the ends of the calendar overflowed the window's arithmetic: "unexpected error:
+    # OverflowError: date value out of range", exit 3 (could not check) for a typo.
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    out = tmp_path / "review.html"
+    done = repo.run("review", "--config", str(repo.config_path), "--out", str(out), *args)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"loop-verify: {option}: "), lines
+    assert "unexpected" not in lines[0] and not out.exists()
+
+    # The widest window taken still makes a report.
+    done = repo.run("review", "--config", str(repo.config_path), "--out", str(out),
+                    "--since", "0002-01-01", "--until", "9998-12-30")
+    assert done.returncode == 0, done.stderr
+    assert out.read_text(encoding="utf-8").startswith("<!doctype html>")

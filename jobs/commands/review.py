@@ -26,6 +26,11 @@ from jobs.review.query import Filters, read_ledger
 DEFAULT_DAYS = 30
 REVIEW_VERDICTS = tuple(dict.fromkeys((*VERDICTS, *AUDIT_VERDICTS)))
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
+# The window's ends, in UTC. The report moves a moment by days (the default 30 before --until,
+# a whole day's end, a column's start in the configured zone): a year's margin from datetime's
+# own limits keeps all of that from overflowing.
+_EARLIEST = datetime(2, 1, 1, tzinfo=UTC)
+_LATEST = datetime(9998, 12, 31, tzinfo=UTC)
 
 
 def parse_moment(text: str, option: str, zone: tzinfo, *, end: bool) -> datetime:
@@ -34,12 +39,19 @@ def parse_moment(text: str, option: str, zone: tzinfo, *, end: bool) -> datetime
     try:
         if _DATE.fullmatch(text):
             day = date.fromisoformat(text) + timedelta(days=1 if end else 0)
-            return datetime.combine(day, time.min, tzinfo=zone)
-        moment = datetime.fromisoformat(text)
+            moment = datetime.combine(day, time.min, tzinfo=zone)
+        else:
+            moment = datetime.fromisoformat(text)
+            moment = moment if moment.tzinfo is not None else moment.replace(tzinfo=zone)
     except ValueError:
         raise UsageError(f"{option}: expected a date YYYY-MM-DD or a time such as "
                          f"2026-11-30T07:30:00Z (got {text!r})") from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=zone)
+    except OverflowError:  # the day after 9999-12-31
+        moment = _LATEST + timedelta(days=1)
+    if not _EARLIEST <= moment <= _LATEST:
+        raise UsageError(f"{option}: {text!r} is outside the years a review can show "
+                         f"({_EARLIEST.year:04d} to {_LATEST.year})")
+    return moment
 
 
 @dataclass(frozen=True)
