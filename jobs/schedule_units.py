@@ -99,9 +99,7 @@ def on_calendar(config: Config) -> str:
 
 def _fill(value: Any, values: Mapping[str, str]) -> Any:
     if isinstance(value, str):
-        for key, text in values.items():
-            value = value.replace(f"@{key}@", text)
-        return value
+        return _fill_text(value, values)
     if isinstance(value, list):
         return [_fill(v, values) for v in value]
     if isinstance(value, dict):
@@ -109,13 +107,21 @@ def _fill(value: Any, values: Mapping[str, str]) -> Any:
     return value
 
 
-_PLACEHOLDER = re.compile(r"@[A-Z_]+@")
+_PLACEHOLDER = re.compile(r"@([A-Z_]+)@")
 
 
-def _unfilled(text: str, what: str) -> None:
-    left = _PLACEHOLDER.findall(text)
+def _fill_text(text: str, values: Mapping[str, str]) -> str:
+    # One pass over the template: a value is never scanned again, so a path holding the text of
+    # a placeholder (a folder named `@HOME@`) is written as it is.
+    return _PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group()), text)
+
+
+def _unfilled(template: str, values: Mapping[str, str], what: str) -> None:
+    """The template's own placeholders must all have a value (checked before filling, so the
+    values themselves may hold anything that looks like one)."""
+    left = {f"@{name}@" for name in _PLACEHOLDER.findall(template) if name not in values}
     if left:
-        raise LoopError(f"template {what} has unknown placeholders: {', '.join(sorted(set(left)))}")
+        raise LoopError(f"template {what} has unknown placeholders: {', '.join(sorted(left))}")
 
 
 def launchagent_plist(config: Config, target: Target, *, hour_minute: tuple[int, int] | None = None,
@@ -129,11 +135,11 @@ def launchagent_plist(config: Config, target: Target, *, hour_minute: tuple[int,
               "LOG_DIR": str(target.log_dir)}
     for name, value in (*values.items(), *target.env.items()):
         one_line(value, name)
+    _unfilled(repr(plist), values, str(template))
     plist = _fill(plist, values)
     hour, minute = hour_minute or launchd_time(config)
     plist["StartCalendarInterval"] = {"Hour": hour, "Minute": minute}
     plist["EnvironmentVariables"] = {**plist["EnvironmentVariables"], **target.env}
-    _unfilled(repr(plist), str(template))
     return plist
 
 
@@ -194,11 +200,9 @@ def systemd_units(config: Config, target: Target, *,
     }
     units: dict[str, str] = {}
     for name in (SERVICE_NAME, TIMER_NAME):
-        text = (base / name).read_text(encoding="utf-8")
-        for key, value in values.items():
-            text = text.replace(f"@{key}@", value)
-        _unfilled(text, str(base / name))
-        units[name] = text
+        template = (base / name).read_text(encoding="utf-8")
+        _unfilled(template, values, str(base / name))
+        units[name] = _fill_text(template, values)
     return units
 
 

@@ -4,6 +4,7 @@ fail on later. Real repositories with bare remotes, real `just`."""
 
 from __future__ import annotations
 
+import plistlib
 import shlex
 import shutil
 import subprocess
@@ -249,3 +250,34 @@ def test_a_review_window_beyond_the_calendar_is_a_usage_error(
                     "--since", "0002-01-01", "--until", "9998-12-30")
     assert done.returncode == 0, done.stderr
     assert out.read_text(encoding="utf-8").startswith("<!doctype html>")
+
+
+def test_paths_that_look_like_template_placeholders_are_written_as_they_are(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The templates were filled one placeholder after another, so a value holding the text of a
+    # later one (a folder named `@ON_CALENDAR@`) was filled in again, and a value holding one the
+    # templates do not know (`@X@`) failed the install as a broken template.
+    home = tmp_path / "home @STOP_TIMEOUT@"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    folder = tmp_path / "conf @ON_CALENDAR@ @X@"
+    folder.mkdir()
+    config = folder / "config.yaml"
+    config.write_text(f"state_dir: {tmp_path / 'state @HOME@'}\n", encoding="utf-8")
+
+    assert main(["install", "systemd", "--config", str(config)]) == 0, capsys.readouterr().err
+    service = tmp_path / "xdg-config" / "systemd" / "user" / "loop-verify.service"
+    settings = unit_settings(service.read_text(encoding="utf-8"))
+    assert settings["WorkingDirectory"] == str(home)
+    assert shlex.split(settings["ExecStart"])[-1] == str(config)
+    capsys.readouterr()
+
+    assert main(["install", "launchagent", "--config", str(config), "--print"]) == 0
+    plist = plistlib.loads(capsys.readouterr().out.encode("utf-8"))
+    assert plist["ProgramArguments"][-1] == str(config)
+    assert plist["WorkingDirectory"] == str(home)
+    assert plist["StandardOutPath"].startswith(str(tmp_path / "state @HOME@"))
