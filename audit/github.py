@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -190,6 +191,9 @@ def _read(owner_name: str, token: str, base: str, where: str,
         return _unavailable(f"cannot read {where}: {type(exc).__name__}: {exc}")
     finally:
         client.close()
+    # Pages are cut by offset: a release made while they are read pushes one from the end of
+    # a page onto the next, so the same release (same id, same fields) can come twice.
+    releases = list({json.dumps(r, sort_keys=True): r for r in releases}.values())
     releases.sort(key=lambda r: (str(r["tag_name"]), str(r["created_at"] or ""), r["id"] or 0))
     return {"available": True, "releases": releases}
 
