@@ -221,6 +221,20 @@ def work_tree_state(root: Path) -> WorkTreeState:
     return WorkTreeState(branch, tuple(changes))
 
 
+def hidden_from_status(root: Path) -> tuple[tuple[str, str], ...]:
+    """(path, flag) of each index entry whose changes `git status` never looks for: marked
+    assume-unchanged, or skip-worktree while present in the work tree (the entries a sparse
+    checkout leaves out are absent, and hide nothing). One `git ls-files -v`."""
+    hidden: list[tuple[str, str]] = []
+    for rec in _run(root, "ls-files", "-v", "-z").split("\0"):
+        tag, path = rec[:1], rec[2:]
+        if tag.islower():
+            hidden.append((path, "assume-unchanged"))
+        elif tag == "S" and os.path.lexists(root / path):
+            hidden.append((path, "skip-worktree"))
+    return tuple(hidden)
+
+
 @dataclass(frozen=True)
 class Commit:
     sha: str

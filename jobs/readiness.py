@@ -26,16 +26,23 @@ def wrong_checkout(in_progress: str | None, checked_out: str | None, branch: str
     return None
 
 
-def not_ready(in_progress: str | None, state: WorkTreeState, branch: str) -> str | None:
+def not_ready(in_progress: str | None, state: WorkTreeState, branch: str,
+              hidden: tuple[tuple[str, str], ...] = ()) -> str | None:
     """Why no recipe may run in this repository now, or None when it is ready.
 
-    `in_progress` names a merge, rebase, ... that git left unfinished.
+    `in_progress` names a merge, rebase, ... that git left unfinished; `hidden` the files
+    `git status` is told not to look at (path, flag), whose changes it cannot report.
     """
     problem = wrong_checkout(in_progress, state.branch, branch)
     if problem is not None:
         return problem
     if not state.clean:
         return f"work tree not clean: {some_paths(state.changes)}"
+    if hidden:
+        path, flag = hidden[0]
+        more = f" (and {len(hidden) - 1} more)" if len(hidden) > 1 else ""
+        return (f"work tree not clean: {path} is marked {flag}{more}, so git status cannot "
+                f"tell whether it changed (git update-index --no-{flag} {path})")
     return None
 
 

@@ -281,3 +281,50 @@ def test_paths_that_look_like_template_placeholders_are_written_as_they_are(
     assert plist["ProgramArguments"][-1] == str(config)
     assert plist["WorkingDirectory"] == str(home)
     assert plist["StandardOutPath"].startswith(str(tmp_path / "state @HOME@"))
+
+
+@pytest.mark.parametrize("flag", ["--assume-unchanged", "--skip-worktree"])
+def test_a_file_git_status_is_told_not_to_look_at_makes_the_checkout_not_clean(
+        tmp_path: Path, flag: str) -> None:
+    # `git update-index --assume-unchanged` (or --skip-worktree, for a local tweak of a
+    # tracked config file) hides that file's changes from `git status`: the recipe ran against
+    # a tree that was not the branch's, and a change it made to such a file was no drift.
+    justfile = "verify-cat:\n    cat README.md\n"
+    repo = make_verify_repo(tmp_path, justfile=justfile)
+    repo.add_task(1, notes="verify-cmd: just verify-cat")
+    repo.commit_all()
+    repo.git("update-index", flag, "README.md")
+    (repo.root / "README.md").write_text("# app\nLOCAL CHANGE\n")
+    assert repo.status() == ""  # git status itself sees nothing
+    task = repo.root / "backlog" / "tasks" / "task-1 - Task-1.md"
+    before, head = task.read_bytes(), repo.head()
+
+    word = flag.removeprefix("--")
+    for args in (("--dry-run",), ()):
+        done = repo.run("run", *TODAY, *args)
+        assert done.returncode == 3, done.stdout + done.stderr
+        assert (f"skipped  app: work tree not clean: README.md is marked {word}"
+                in done.stdout), done.stdout
+    assert not list(repo.state_dir.glob("runs/*/*.log")), "the recipe ran"
+    assert task.read_bytes() == before and repo.head() == head
+    doctor = repo.run("doctor")
+    assert (f"FAIL repo {repo.root}: work tree not clean: README.md is marked {word}"
+            in doctor.stdout), doctor.stdout
+
+    # The flag cleared (the change now shows) and the change undone: the recipe runs.
+    repo.git("update-index", flag.replace("--", "--no-"), "README.md")
+    repo.git("checkout", "--", "README.md")
+    done = repo.run("run", *TODAY)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_sparse_checkout_is_still_a_clean_checkout(tmp_path: Path) -> None:
+    # Sparse checkout marks the files it leaves out skip-worktree too: absent, they hide nothing.
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    (repo.root / "docs").mkdir()
+    (repo.root / "docs" / "big.txt").write_text("big\n")
+    repo.commit_all()
+    repo.git("sparse-checkout", "set", "--no-cone", "/*", "!/docs/")
+    assert not (repo.root / "docs" / "big.txt").exists()
+    done = repo.run("run", *TODAY)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -132,6 +132,11 @@ def repo_check(root: Path, branch: str, ledger: Ledger | None) -> Check:
         if not state.clean:
             return Check(name, False, f"{len(state.changes)} uncommitted change(s)",
                          "commit or stash them; loop-verify skips a dirty work tree")
+        hidden = git.hidden_from_status(root)
+        if hidden:
+            return Check(name, False, readiness.not_ready(None, state, branch, hidden) or "",
+                         "clear the flag (and commit or undo the change); loop-verify skips "
+                         "a work tree git status cannot vouch for")
         if runner.find_justfile(root) is None:
             return Check(name, False, "no justfile in the repository root",
                          "every due task there will fail with `no justfile`")
