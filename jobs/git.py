@@ -193,8 +193,10 @@ def work_tree_state(root: Path) -> WorkTreeState:
     """Branch and every non-ignored change, in one `git status` process."""
     # --no-ahead-behind: the branch's distance from its upstream is never read here, and
     # counting it walks every commit the run made since the last push, once per task.
+    # --ignore-submodules=none: `ignore = dirty` in .gitmodules (or diff.ignoreSubmodules) would
+    # hide what a recipe changed inside a submodule.
     out = _run(root, "status", "--porcelain=v2", "--branch", "--no-ahead-behind", "-z",
-               "--untracked-files=all")
+               "--untracked-files=all", "--ignore-submodules=none")
     branch: str | None = None
     changes: list[str] = []
     records = out.split("\0")

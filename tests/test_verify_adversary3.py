@@ -328,3 +328,31 @@ def test_a_sparse_checkout_is_still_a_clean_checkout(tmp_path: Path) -> None:
     assert not (repo.root / "docs" / "big.txt").exists()
     done = repo.run("run", *TODAY)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("ignore", ["all", "dirty", "untracked"])
+def test_a_recipe_changing_a_submodule_is_drift_whatever_gitmodules_says(
+        tmp_path: Path, ignore: str) -> None:
+    # `ignore = dirty` in .gitmodules (common for a vendored submodule) or diff.ignoreSubmodules
+    # makes `git status` quiet about what changed inside the submodule: a recipe that wrote
+    # there passed as if the tree were clean, and the next recipe ran on its leftovers.
+    lib = tmp_path / "lib"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(lib)], check=True)
+    (lib / "lib.txt").write_text("lib\n")
+    subprocess.run(["git", "-C", str(lib), "add", "."], check=True)
+    subprocess.run(["git", "-C", str(lib), "commit", "-q", "-m", "lib"], check=True)
+    justfile = "verify-sub:\n    echo changed >> vendor/lib/lib.txt\n    touch vendor/lib/new\n"
+    repo = make_verify_repo(tmp_path / "main", justfile=justfile)
+    repo.git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib),
+             "vendor/lib")
+    repo.git("config", "-f", ".gitmodules", "submodule.vendor/lib.ignore", ignore)
+    repo.add_task(1, notes="verify-cmd: just verify-sub")
+    repo.commit_all()
+    task = repo.root / "backlog" / "tasks" / "task-1 - Task-1.md"
+    before = task.read_bytes()
+
+    done = repo.run("run", *TODAY)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "drift    app TASK-1  just verify-sub" in done.stdout, done.stdout
+    assert "vendor/lib" in done.stdout
+    assert task.read_bytes() == before
