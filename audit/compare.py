@@ -393,5 +393,6 @@ class RepoJudge(ReleaseJudge):
         elif others and not under_logged_tip:
             why += f" (session {others[0]}'s work, but no logged push was made on top of it)"
         if commit.gitlinks:
-            why += f"; submodule gitlink {paths_note(commit.gitlinks)} is no backlog change"
+            why += (f"; submodule gitlink or symbolic link {paths_note(commit.gitlinks)} is no "
+                    "backlog change")
         return UNGRANTED, f"{said} {why}; changes {paths_note(commit.paths)}", None

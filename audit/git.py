@@ -347,11 +347,15 @@ def stored_objects(repo: Path | str, shas: Sequence[str]
 
 
 GITLINK_MODE = "160000"
+# A symbolic link under backlog/ is no task edit either: a task file that is a link to
+# ~/.ssh/authorized_keys would be read (and its text written back) by whatever reads tasks.
+LINK_MODES = (GITLINK_MODE, "120000")
 
 
 def gitlink_changes(repo: Path | str, shas: list[str]) -> dict[str, tuple[str, ...]]:
-    """The submodule gitlinks each of these commits adds, moves or deletes (against every
-    parent), in one `git log --no-walk --raw`; commits that change none are left out."""
+    """The submodule gitlinks and symbolic links each of these commits adds, changes or deletes
+    (against every parent), in one `git log --no-walk --raw`; commits that change none are
+    left out."""
     if not shas:
         return {}
     out = run_git(repo, *hardened_argv("log", "--stdin", "--no-walk", *HARDENED_LOG_OPTIONS,
@@ -365,7 +369,7 @@ def gitlink_changes(repo: Path | str, shas: list[str]) -> dict[str, tuple[str, .
     # always its path.
     for token in out.split("\0"):
         if modes is not None:
-            if GITLINK_MODE in modes:
+            if any(mode in modes for mode in LINK_MODES):
                 found.setdefault(current, []).append(token)
             modes = None
             continue

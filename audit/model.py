@@ -87,8 +87,8 @@ class Commit:
     subject: str | None  # None when git's record of it could not be parsed
     sessions: tuple[str, ...]
     paths: tuple[str, ...]
-    # The paths among `paths` that are submodule gitlinks (read only for commits that could
-    # otherwise be BACKLOG_ONLY).
+    # The paths among `paths` that are submodule gitlinks or symbolic links, which lead outside
+    # the folder they sit in (read only for commits that could otherwise be BACKLOG_ONLY).
     gitlinks: tuple[str, ...] = ()
 
 

@@ -23,6 +23,7 @@ from audit.rules import BACKLOG_DIR
 
 TREE_MODE = b"40000"
 GITLINK_MODE = b"160000"
+LINK_MODES = (GITLINK_MODE, b"120000")  # gitlinks and symbolic links: audit.git.LINK_MODES
 # `<mode> SP <name> NUL <raw object name>`: 20 bytes for SHA-1, 32 for SHA-256
 _ENTRY = {n: rb"([0-7]+) ([^\0]+)\0(.{%d})" % n for n in (20, 32)}
 _ENTRIES = {n: re.compile(p, re.DOTALL) for n, p in _ENTRY.items()}
@@ -87,7 +88,7 @@ def _differ(pair: _Pair, new: Entries, old: Entries, paths: set[str], gitlinks: 
         files = [e for e in (a, b) if e is not None and e[0] != TREE_MODE]
         if files:  # a file, link or gitlink on at least one side: git names the path
             paths.add(path)
-            if any(e[0] == GITLINK_MODE for e in files):
+            if any(e[0] in LINK_MODES for e in files):
                 gitlinks.add(path)
 
 

@@ -26,7 +26,7 @@ from pytest_httpserver import HTTPServer
 from audit.compare import judge
 from audit.github import read_releases
 from audit.history import gather_history
-from audit.model import NON_FAST_FORWARD, PUSH_LOGGED, UNGRANTED, UNVERIFIED
+from audit.model import BACKLOG_ONLY, NON_FAST_FORWARD, PUSH_LOGGED, UNGRANTED, UNVERIFIED
 from audit.pushlog import PushEntry
 from audit.rules import entry_covers_remote
 from audit.snapshot import take_snapshot
@@ -230,3 +230,25 @@ def test_a_release_repeated_across_pages_is_read_once(httpserver: HTTPServer) ->
     part = read_releases("octo/widgets", token="t", base_url=api, timeout=5)
     assert [(r["id"], r["tag_name"]) for r in part["releases"]] == [
         (1, "v1.0.0"), (2, "v1.1.0"), (3, "v1.2.0")]
+
+
+def test_a_symbolic_link_under_backlog_is_no_task_edit(tmp_path: Path) -> None:
+    """An unlogged commit adding `backlog/tasks/task-9 - x.md` as a symbolic link to
+    ~/.ssh/authorized_keys passed as BACKLOG_ONLY: only its path was looked at. Whatever reads
+    tasks would read (and write back) the file it leads to. Like a gitlink, a symbolic link
+    leads outside backlog/."""
+    run = Run(tmp_path)
+    tasks = run.clone / "backlog" / "tasks"
+    tasks.mkdir(parents=True)
+    plain = commit(run.clone, "backlog/tasks/task-8 - y.md", "---\nid: task-8\n---\n", "task 8")
+    (tasks / "task-9 - x.md").symlink_to("../../../../.ssh/authorized_keys")
+    git(run.clone, "add", "backlog")
+    git(run.clone, "commit", "-q", "-m", "task 9")
+    link = rev(run.clone, "HEAD")
+    git(run.clone, "push", "-q", "origin", "HEAD:main")
+    findings = run.judge()
+    by_commit = {f.commit: f for f in findings if f.commit}
+    assert by_commit[plain].verdict == BACKLOG_ONLY
+    assert by_commit[link].verdict == UNGRANTED
+    assert "symbolic link backlog/tasks/task-9 - x.md is no backlog change" in \
+        by_commit[link].reason
