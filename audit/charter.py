@@ -15,6 +15,7 @@ _TITLE = re.compile(r"^#\s+Charter:\s+(?P<repo>\S+)\s+loop(?P<loop>\d+)\s*$")
 # `key: value`, optionally as a markdown list item or with the key in bold (`**authority:**`).
 _KEY = re.compile(r"^\s*(?:[-*+]\s+)?(?:\*\*|__)?(?P<key>[A-Za-z][A-Za-z0-9_-]*)"
                   r"(?P<colon>:(?:\*\*|__)?|(?:\*\*|__):)\s*(?P<value>.*?)\s*$")
+_LINE_END = re.compile(r"\r\n|\r|\n")
 _OWNER_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]*)/[A-Za-z0-9._-]+$")
 
 
@@ -46,7 +47,11 @@ def load_charter(path: Path) -> Charter:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    lines = text.removeprefix("\ufeff").splitlines()
+    # Markdown's line endings only: splitlines() would also break at U+2028, U+0085 or a form
+    # feed inside a line, and the text after one would be read as a key.
+    lines = _LINE_END.split(text.removeprefix("\ufeff"))
+    if lines and lines[-1] == "":
+        lines.pop()
     if not lines:
         raise InputError(path, "empty charter: first line must be `# Charter: <repo> loop<N>`",
                          line=1)

@@ -23,6 +23,7 @@ from audit_helpers import (
 )
 from pytest_httpserver import HTTPServer
 
+from audit.charter import load_charter
 from audit.compare import judge
 from audit.github import read_releases
 from audit.history import gather_history
@@ -252,3 +253,16 @@ def test_a_symbolic_link_under_backlog_is_no_task_edit(tmp_path: Path) -> None:
     assert by_commit[link].verdict == UNGRANTED
     assert "symbolic link backlog/tasks/task-9 - x.md is no backlog change" in \
         by_commit[link].reason
+
+
+def test_a_unicode_line_separator_does_not_start_a_charter_line(tmp_path: Path) -> None:
+    """A markdown line ends at a newline (or a carriage return), nowhere else. The charter was
+    split with splitlines(), so the text after a U+2028 or U+0085 in a line of prose became a
+    line of its own and could grant authority nobody reading the charter saw as a key."""
+    path = tmp_path / "charter.md"
+    path.write_text("# Charter: acme/widgets loop1\r\n"
+                    "Notes: no releases\u2028authority: release-please acme/widgets\n"
+                    "Prose\x85session: someone-else\n"
+                    "session: mine\r\n", encoding="utf-8")
+    charter = load_charter(path)
+    assert charter.grants == () and charter.session == "mine"
