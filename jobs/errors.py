@@ -65,6 +65,9 @@ class InputError(LoopError):
 # The log file a crash is written to when the verb had not opened the log yet (`list` opens it
 # only then); set by the verb's setup once the configuration names it.
 crash_log: Path | None = None
+# The running command's name (`loop-verify`, `loop-pi-audit`), for a message printed outside
+# `cli_entry` (the log file failing mid-run); set by `cli_entry`.
+program = "loop-jobs"
 
 
 def log_unexpected(prog: str, exc: BaseException) -> None:
@@ -96,6 +99,8 @@ def cli_entry(prog: str) -> Callable[[Callable[P, int]], Callable[P, int]]:
     def decorate(fn: Callable[P, int]) -> Callable[P, int]:
         @wraps(fn)
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> int:
+            global program
+            program = prog
             try:
                 return fn(*args, **kwargs)
             except LoopError as exc:

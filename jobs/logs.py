@@ -8,6 +8,7 @@ and an `event` from our own vocabulary of dotted snake_case names. A library's f
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import logging.handlers
 import re
@@ -115,6 +116,29 @@ _SHARED: list[Any] = [
 ]
 
 
+class _LogFile(logging.handlers.WatchedFileHandler):
+    """The log file, which may become unwritable mid-run (a full disk, a quota, /dev/full).
+
+    logging's own handleError prints "--- Logging error ---" and a traceback to stderr for every
+    event that fails; the user gets one line instead, the first time, and the run goes on (the
+    ledger, not the log, is the record of what was verified).
+    """
+
+    told = False
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        if self.told:
+            return
+        self.told = True
+        exc = sys.exc_info()[1]
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        from jobs import errors
+
+        with contextlib.suppress(Exception):
+            print(f"{errors.program}: cannot write the log file {self.baseFilename}: {why}; "
+                  "the events of this run may be missing from it", file=sys.stderr)
+
+
 def configure_logging(log_file: Path | None, *, console: bool | None = None,
                       level: int = logging.INFO, machine: str | None = None) -> None:
     """Send every event to `log_file` as one JSON object per line, and to stderr when it is a TTY.
@@ -136,7 +160,7 @@ def configure_logging(log_file: Path | None, *, console: bool | None = None,
     root.setLevel(level)
     if log_file is not None:
         log_file.parent.mkdir(parents=True, exist_ok=True)
-        fh = logging.handlers.WatchedFileHandler(log_file, encoding="utf-8")
+        fh = _LogFile(log_file, encoding="utf-8")
         fh.setFormatter(structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=_SHARED,
             processors=[
@@ -166,7 +190,7 @@ def json_file_handler(log_file: Path) -> logging.Handler:
     """A handler writing records as this module's JSON lines, for a library's loggers routed on
     their own (loop-pi-audit's PyGithub and urllib3) without reconfiguring the whole process."""
     log_file.parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.handlers.WatchedFileHandler(log_file, encoding="utf-8")
+    handler = _LogFile(log_file, encoding="utf-8")
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=_SHARED,
         processors=[_own_event, structlog.stdlib.ProcessorFormatter.remove_processors_meta,

@@ -356,3 +356,20 @@ def test_a_recipe_changing_a_submodule_is_drift_whatever_gitmodules_says(
     assert "drift    app TASK-1  just verify-sub" in done.stdout, done.stdout
     assert "vendor/lib" in done.stdout
     assert task.read_bytes() == before
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+def test_a_log_file_that_cannot_be_written_is_one_line_not_a_traceback_per_event(
+        tmp_path: Path) -> None:
+    # A full disk under the log file (here /dev/full, where every write fails with ENOSPC):
+    # logging printed "--- Logging error ---" and a traceback to stderr for every event.
+    repo = make_verify_repo(tmp_path, tasks=[1], extra_config={"log_file": "/dev/full"})
+    done = repo.run("run", *TODAY, process=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("pass     app TASK-1  just verify-ok")
+    assert done.stderr.splitlines() == [
+        "loop-verify: cannot write the log file /dev/full: No space left on device; the events "
+        "of this run may be missing from it"], done.stderr
+    assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-ok)"
+    done = repo.run("history", process=True)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
