@@ -10,6 +10,7 @@ handed to us. How those processes are found is `jobs.proctree`'s business.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import re
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from jobs import proctree
+from jobs.diskspace import short_of_space
 from jobs.proctree import TOKEN_VAR as TOKEN_VAR
 from jobs.run_scope import Scope as Scope
 
@@ -181,6 +183,9 @@ def run_recipe(
     output_path = Path(output_path)
     try:
         output_path.parent.mkdir(parents=True, exist_ok=True)
+        full = short_of_space(output_path.parent)
+        if full is not None:
+            raise OSError(errno.ENOSPC, full)
         out_fd = os.open(output_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
     except OSError as exc:
         return RecipeResult("error", None, 0.0, output_path, "",
@@ -248,6 +253,12 @@ def _run(
     error = None
     if outcome == "exited":
         error = _killed_from_outside(exit_code, tail, recipe)
+        if error is None and exit_code != 0:
+            full = short_of_space(output_path.parent)
+            if full is not None:
+                # Its writes to the output file may have been what failed.
+                error = (f"the recipe failed while the output file's file system was full "
+                         f"({output_path}: {full}); the task is left as it was")
         if error is not None:
             outcome = "error"
     return RecipeResult(outcome, exit_code, duration, output_path, tail, error, survivors)
