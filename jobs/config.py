@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from jobs.config_fast import read_simple
-from jobs.errors import ConfigError
+from jobs.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:  # PyYAML is imported only for a file outside config_fast's shapes
     import yaml
@@ -307,8 +307,7 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
         except ValueError:
             raise fail("timezone", tz_name, "unknown time zone") from None
     else:
-        local = _local_zone()
-        tz = local
+        tz = local_zone()
 
     schedule = DEFAULT_SCHEDULE
     if "schedule" in data:
@@ -394,10 +393,17 @@ def zone_named(name: str) -> tzinfo:
         raise ValueError(f"unknown time zone {name!r}") from None
 
 
-def _local_zone() -> tzinfo:
+def local_zone() -> tzinfo:
+    """The machine's local time zone; UsageError when $TZ makes one no datetime can hold."""
     from datetime import datetime
 
-    local = datetime.now().astimezone().tzinfo
+    try:
+        local = datetime.now().astimezone().tzinfo
+    except (ValueError, OverflowError):
+        # glibc reads TZ=UTC+99 as an offset of 99 hours; a datetime's is under a day.
+        raise UsageError(f"$TZ: {os.environ.get('TZ')!r} gives a local time zone no clock can "
+                         "hold (an offset of a day or more); fix $TZ or set `timezone:` in the "
+                         "configuration") from None
     assert local is not None
     return local
 

@@ -65,11 +65,10 @@ def next_fire_time(hour: int, minute: int, zone: tzinfo, now: datetime) -> datet
 
 
 def local_machine_zone() -> tzinfo:
+    from jobs.config import local_zone
     from jobs.jobstore import machine_zone
 
-    here = datetime.now().astimezone().tzinfo
-    assert here is not None
-    return machine_zone(here)
+    return machine_zone(local_zone())
 
 
 def launchd_time(config: Config, *, now: datetime | None = None,

@@ -422,3 +422,20 @@ def test_a_full_state_directory_never_reopens_a_task(tmp_path: Path, fill: bool)
     assert done.stdout.startswith("error    app TASK-1"), done.stdout
     assert ("its file system is full" in done.stdout), done.stdout
     assert task.read_bytes() == before and repo.head() == head and repo.status() == ""
+
+
+def test_a_local_time_zone_no_clock_can_hold_is_a_usage_error(tmp_path: Path) -> None:
+    # glibc reads TZ=UTC+99 as an offset of 99 hours, which no datetime can hold: without a
+    # configured `timezone` every command died with "unexpected error: ValueError: offset must
+    # be a timedelta strictly between ...", exit 3, naming neither TZ nor what to do.
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    repo.config_path.write_text(repo.config_path.read_text().replace("timezone: UTC\n", ""))
+    assert "timezone" not in repo.config_path.read_text()
+    for verb in ("list", "run"):
+        done = repo.run(verb, *TODAY, env={"TZ": "UTC+99"}, process=True)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert done.stderr.splitlines() == [
+            "loop-verify: $TZ: 'UTC+99' gives a local time zone no clock can hold (an offset "
+            "of a day or more); fix $TZ or set `timezone:` in the configuration"], done.stderr
+    done = repo.run("run", *TODAY, "--dry-run", env={"TZ": "UTC+5"}, process=True)
+    assert done.returncode == 0, done.stderr
