@@ -381,6 +381,15 @@ def gitlink_changes(repo: Path | str, shas: list[str]) -> dict[str, tuple[str, .
     return {sha: tuple(dict.fromkeys(paths)) for sha, paths in found.items()}
 
 
+def is_tracked(repo: Path | str, path: Path | str) -> bool:
+    """Whether `path` is a file git tracks in `repo`'s work tree (False for a path outside it,
+    or a repository without one)."""
+    try:
+        return bool(run_git(repo, *hardened_argv("ls-files", "-z", "--", str(path)), timeout=30))
+    except GitFailed:
+        return False
+
+
 def is_shallow(repo: Path | str) -> bool:
     """A shallow clone cannot tell a rewritten history from one it was never given."""
     return run_git(repo, "rev-parse", "--is-shallow-repository").strip() == "true"

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from audit.git import GitFailed, run_git
+from audit.git import GitFailed, is_tracked, run_git
 from audit.pushlog import append_pushes, is_sha
 from audit.rundir import ENV_VAR
 from jobs.errors import LoopError, UsageError
@@ -80,6 +80,12 @@ def install(repo: Path, run_dir: Path | None, python: str = sys.executable) -> s
     existing = paths.hook.exists() or paths.hook.is_symlink()
     note = ""
     if existing and not is_ours(paths.hook):
+        if is_tracked(repo, paths.hook):
+            # core.hooksPath in the work tree (husky and the like): renaming the team's hook and
+            # writing ours there changes a tracked file, which a commit of everything pushes.
+            raise LoopError(f"{paths.hook} is tracked by git (core.hooksPath is inside the work "
+                            "tree): installing would change it; log each push with "
+                            "`loop-pi-audit record-push` instead", 1)
         if paths.chained.exists() or paths.chained.is_symlink():
             raise LoopError(f"{paths.hook} is not ours and {paths.chained} already exists; "
                             "refusing to overwrite either", 1)

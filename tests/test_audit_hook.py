@@ -284,3 +284,24 @@ def test_a_branch_named_with_a_unicode_line_separator_is_logged_not_refused(
     done = push(clone, "origin", "HEAD:refs/heads/odd\u2028name")
     assert done.returncode == 0, done.stderr
     assert logged(run_dir) == [("origin", "refs/heads/odd\u2028name", ZERO, head)]
+
+
+def test_install_refuses_to_change_a_pre_push_hook_tracked_in_the_work_tree(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With core.hooksPath in the work tree (husky and the like), the team's pre-push is a
+    tracked file: install renamed it and wrote its own script in its place, so a loop that
+    commits everything pushed a hook naming this machine's interpreter to every clone. It
+    refuses and changes nothing; an untracked hooks folder still works (above)."""
+    clone, _ = make_repo_with_remote(tmp_path)
+    hook = clone / ".husky" / "pre-push"
+    hook.parent.mkdir()
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    hook.chmod(0o755)
+    git(clone, "add", ".husky/pre-push")
+    git(clone, "commit", "-q", "-m", "team hooks")
+    git(clone, "config", "core.hooksPath", ".husky")
+    assert audit_main(["hook", "install", str(clone), "--run-dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert f"{hook} is tracked by git" in err and "record-push" in err
+    assert hook.read_text() == "#!/bin/sh\nexit 0\n"
+    assert git(clone, "status", "--porcelain") == ""
