@@ -439,3 +439,37 @@ def test_a_local_time_zone_no_clock_can_hold_is_a_usage_error(tmp_path: Path) ->
             "of a day or more); fix $TZ or set `timezone:` in the configuration"], done.stderr
     done = repo.run("run", *TODAY, "--dry-run", env={"TZ": "UTC+5"}, process=True)
     assert done.returncode == 0, done.stderr
+
+
+def test_the_review_reads_no_file_a_ledger_row_points_outside_the_state_directory(
+        tmp_path: Path) -> None:
+    # The review embedded the last 64 KiB of whatever file a failing row's output_path named:
+    # anyone who can write the shared ledger (another machine of a PostgreSQL ledger, with this
+    # machine's name) could make the next incident report carry ~/.ssh/id_ed25519.
+    import sqlite3
+
+    justfile = "verify-bad:\n    echo own output\n    exit 1\n"
+    repo = make_verify_repo(tmp_path, justfile=justfile)
+    repo.add_task(1, notes="verify-cmd: just verify-bad")
+    repo.add_task(2, notes="verify-cmd: just verify-bad")
+    repo.commit_all()
+    assert repo.run("run", *TODAY).returncode == 1
+    secret = tmp_path / "home" / ".ssh" / "id_ed25519"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nTOPSECRET\n")
+    inside = repo.state_dir / "runs" / "elsewhere.log"
+    inside.symlink_to(secret)  # a link from inside the state directory out of it
+    with sqlite3.connect(repo.state_dir / "ledger.db") as db:
+        db.execute("UPDATE attempts SET output_path = ? WHERE task_id = 'TASK-1'", (str(secret),))
+        db.execute("UPDATE attempts SET output_path = ? WHERE task_id = 'TASK-2'", (str(inside),))
+
+    for fmt in ("markdown", "html"):
+        out = tmp_path / f"review.{fmt}"
+        done = repo.run("review", "--config", str(repo.config_path), "--format", fmt,
+                        "--out", str(out))
+        assert done.returncode == 0, done.stderr
+        report = out.read_text(encoding="utf-8")
+        assert "TASK-1" in report and "TASK-2" in report
+        assert "TOPSECRET" not in report and "PRIVATE KEY" not in report, fmt
+        assert "is not in this machine&#x27;s state directory" in report or \
+            "is not in this machine's state directory" in report

@@ -16,6 +16,7 @@ from jobs.fsutil import atomic_write
 from jobs.ledger import VERDICTS
 from jobs.ledger_audit import AUDIT_VERDICTS, AuditFinding, AuditRun
 from jobs.logs import configure_logging
+from jobs.retention import RUNS_DIR
 from jobs.review.html import render_html
 from jobs.review.links import LocalSites, Site, site_for_github_remote, site_for_url
 from jobs.review.local import OutputReader, task_title
@@ -95,7 +96,8 @@ def main(args: ReviewOptions, now: datetime | None = None) -> int:
     review = build_review(
         data, since=since, until=until, zone=zone, filters=shown,
         site_of=LocalSites(), audit_site_of=audit_site,
-        read_output=OutputReader(machine, data.has_machine), title_of=task_title)
+        read_output=OutputReader(machine, data.has_machine, config.state_dir / RUNS_DIR),
+        title_of=task_title)
     render = render_html if args.format == "html" else render_markdown
     text = render(review, now)
     if args.out:

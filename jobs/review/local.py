@@ -17,10 +17,21 @@ FULL_CAP = 64 * 1024   # bytes of output shown inline: the end of it, where fail
 TAIL_LINES = 20
 
 
+def _inside(path: str | Path, folder: str | Path) -> bool:
+    """Whether `path`, its links followed, lies in `folder` (its links followed too)."""
+    real, base = os.path.realpath(path), os.path.realpath(folder)
+    return os.path.commonpath([real, base]) == base and real != base
+
+
 class OutputReader:
-    def __init__(self, machine: str, machine_column: bool) -> None:
+    """Reads a failing attempt's output, but only a file in this machine's `runs` folder (where
+    loop-verify writes every output): a ledger row is text anyone who can write the ledger (any
+    machine of a shared one) may have set, and the report must not carry ~/.ssh/id_ed25519."""
+
+    def __init__(self, machine: str, machine_column: bool, runs: Path) -> None:
         self.machine = machine
         self.machine_column = machine_column
+        self.runs = runs
 
     def __call__(self, row: AttemptRow) -> OutputView:
         path = row.output_path
@@ -29,6 +40,9 @@ class OutputReader:
         if self.machine_column and row.machine and row.machine != self.machine:
             return OutputView(missing=f"the output file is on another machine ({row.machine}): "
                                       f"{path}")
+        if not _inside(path, self.runs):
+            return OutputView(missing=f"the output file {path} is not in this machine's state "
+                                      f"directory ({self.runs}): not read")
         try:
             with open(path, "rb") as fh:
                 size = os.fstat(fh.fileno()).st_size
@@ -68,6 +82,8 @@ def task_title(repo: str, task_path: str | None) -> str | None:
         return None
     for candidate in (root / task_path, root / "backlog" / "tasks" / name,
                       root / "backlog" / "completed" / name):
+        if not _inside(candidate, root / "backlog"):
+            continue  # a ledger row's path is text: only the repository's backlog is read
         try:
             head = candidate.read_bytes()[:8192]
         except OSError:
