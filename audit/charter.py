@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from audit.files import read_regular
 from jobs.errors import InputError
 
 KNOWN_GRANTS = frozenset({"release-please"})
@@ -119,6 +120,6 @@ def _parse_authority(path: Path, number: int, value: str) -> list[Grant]:
 
 def _read_bytes(path: Path) -> bytes:
     try:
-        return Path(path).read_bytes()
+        return read_regular(path)
     except OSError as exc:
         raise InputError(path, f"cannot read charter: {exc.strerror or exc}") from None

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from audit.files import read_regular
 from audit.git import GitFailed, run_git
 from audit.rundir import PUSH_LOG, run_lock
 from audit.urls import redact_url
@@ -40,7 +41,7 @@ def read_push_log(path: Path) -> list[PushEntry]:
     """Every entry of the log, in order. A malformed line fails the whole read: a push log that
     cannot be trusted line by line cannot explain anything."""
     try:
-        data = Path(path).read_bytes()
+        data = read_regular(path)
     except FileNotFoundError:
         return []
     except OSError as exc:

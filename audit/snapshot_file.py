@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from audit.files import read_regular
 from jobs.errors import InputError
 
 # What git prints for an object: full hex, SHA-1 or SHA-256. Anything else in a snapshot file
@@ -20,10 +21,12 @@ _OBJECT_NAME = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 def load_snapshot(path: Path) -> dict[str, Any]:
     """Read and check a snapshot file; anything malformed is an InputError (exit 2)."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        text = read_regular(path).decode("utf-8")
     except FileNotFoundError:
         raise InputError(path, "no such snapshot file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
+        raise InputError(path, f"cannot read snapshot: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
         raise InputError(path, f"cannot read snapshot: {exc}") from None
     try:
         snap = json.loads(text)

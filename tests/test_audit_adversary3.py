@@ -5,6 +5,9 @@ files) and each was a false pass, a traceback or an honest run failed before its
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -285,3 +288,25 @@ def test_pull_refs_are_the_forges_only_on_github(tmp_path: Path) -> None:
         git(run.clone, "push", "-q", "origin", "HEAD:refs/pull/1/head")
     assert verdicts(plain.judge()) == {("refs/pull/1/head", "ref-added"): UNGRANTED}
     assert verdicts(on_github.judge()) == {("refs/pull/1/head", "ref-added"): FOREIGN}
+
+
+@pytest.mark.parametrize("which", ["push-log.jsonl", "audit-before.json", "charter.md"])
+def test_a_fifo_in_place_of_an_input_file_is_refused_not_waited_on(
+        tmp_path: Path, which: str) -> None:
+    """The run directory is the run's to write: a FIFO as its push log (or before-snapshot, or
+    a charter) made closeout wait forever on the read. Only a regular file is read; anything
+    else is a usage error naming it (exit 2)."""
+    run = Run(tmp_path)
+    run_dir = tmp_path / "run"
+    charter = tmp_path / "charter.md"
+    done = run_cli("begin", str(run.clone), "--run-dir", str(run_dir), "--charter", str(charter))
+    assert done.returncode == 0, done.stderr
+    fifo = charter if which == "charter.md" else run_dir / which
+    fifo.unlink(missing_ok=True)
+    os.mkfifo(fifo)
+    closed = subprocess.run(
+        [sys.executable, "-m", "audit.main", "closeout", "--run-dir", str(run_dir),
+         "--charter", str(charter)], capture_output=True, text=True, timeout=60, check=False)
+    assert closed.returncode == 2, closed.stderr
+    assert closed.stderr.startswith(f"loop-pi-audit: {fifo}: ")
+    assert "not a regular file" in closed.stderr

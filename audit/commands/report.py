@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from audit.files import read_regular
 from audit.rundir import REPORT_JSON, REPORT_TXT, resolve_run_dir, run_lock
 from jobs.errors import InputError, UsageError
 
@@ -22,8 +23,8 @@ def _reprint(run_dir: Path) -> int:
         raise UsageError(f"no report in {run_dir}: run `loop-pi-audit closeout` first")
     with run_lock(run_dir):
         try:
-            text = text_path.read_text(encoding="utf-8")
-            verdict = json.loads(json_path.read_text(encoding="utf-8")).get("verdict")
+            text = read_regular(text_path).decode("utf-8")
+            verdict = json.loads(read_regular(json_path).decode("utf-8")).get("verdict")
         except (OSError, UnicodeDecodeError, ValueError, AttributeError) as exc:
             raise InputError(json_path, f"cannot read the last report: {exc}") from None
     if verdict not in EXIT_BY_VERDICT:
