@@ -131,11 +131,13 @@ def read_config(root: Path) -> BacklogConfig:
     if not path.exists():
         return BacklogConfig()
     try:
-        raw = path.read_bytes().decode("utf-8-sig")
+        # Like a task file: a link out of the repository (to /dev/zero, say, which would be
+        # read until memory runs out), a FIFO or a file over 1 MiB is refused, never read.
+        raw = read_file(Path(root), path, path, None, "backlog's config").decode("utf-8-sig")
     except UnicodeDecodeError:
         raise BacklogError(path, "not valid UTF-8") from None
-    except OSError as exc:
-        raise BacklogError(path, f"cannot read: {exc.strerror}") from None
+    except TaskParseError as exc:
+        raise BacklogError(path, exc.reason) from None
     data = fast_config(raw)
     try:
         if data is None:
@@ -251,7 +253,8 @@ CHUNK = 16384  # most task files take one read; a 64 KiB buffer per read costs m
 OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
 
 
-def read_file(root: Path, path: Path, name: str | Path, dir_fd: int | None) -> bytes:
+def read_file(root: Path, path: Path, name: str | Path, dir_fd: int | None,
+              what: str = "a task file") -> bytes:
     """The bytes of a small regular file; a symbolic link only when it stays inside `root`.
 
     O_NOFOLLOW makes the open itself refuse a link (ELOOP) and O_NONBLOCK keeps a FIFO from
@@ -269,7 +272,7 @@ def read_file(root: Path, path: Path, name: str | Path, dir_fd: int | None) -> b
             raise TaskParseError(path, "broken symbolic link") from None
         if not target.is_relative_to(Path(root).resolve()):
             raise TaskParseError(path, "symbolic link to outside the repository") from None
-        return read_file(root, path, target, None)
+        return read_file(root, path, target, None, what)
     try:
         data = os.read(fd, CHUNK)
         if len(data) == CHUNK:  # a big file: read on, up to the limit
@@ -283,7 +286,7 @@ def read_file(root: Path, path: Path, name: str | Path, dir_fd: int | None) -> b
                 total += len(chunk)
                 if total > MAX_TASK_BYTES:
                     raise TaskParseError(path, f"too large (over the {MAX_TASK_BYTES}-byte "
-                                               "limit for a task file)")
+                                               f"limit for {what})")
             data = b"".join(chunks)
         elif not data and not stat.S_ISREG(os.fstat(fd).st_mode):
             raise TaskParseError(path, "not a regular file")

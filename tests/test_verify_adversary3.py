@@ -473,3 +473,28 @@ def test_the_review_reads_no_file_a_ledger_row_points_outside_the_state_director
         assert "TOPSECRET" not in report and "PRIVATE KEY" not in report, fmt
         assert "is not in this machine&#x27;s state directory" in report or \
             "is not in this machine's state directory" in report
+
+
+@pytest.mark.parametrize("target", ["/dev/zero", "../../outside.yml"])
+def test_a_backlog_config_that_links_out_of_the_repository_is_not_read(
+        tmp_path: Path, target: str) -> None:
+    # Git keeps symbolic links: a repository whose backlog/config.yml links to /dev/zero made
+    # `list` and `run` read it until memory ran out (task files were already refused so).
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    (tmp_path / "outside.yml").write_text("statuses: [A, Done]\n")
+    config = repo.root / "backlog" / "config.yml"
+    config.unlink()
+    config.symlink_to(target)
+    repo.commit_all()
+    task = repo.root / "backlog" / "tasks" / "task-1 - Task-1.md"
+    before, head = task.read_bytes(), repo.head()
+    reason = f"{config}: symbolic link to outside the repository"
+
+    done = subprocess.run(["sh", "-c", 'ulimit -v 1000000; exec "$@"', "sh", sys.executable,
+                           "-m", "jobs.main", "list", "--config", str(repo.config_path), *TODAY],
+                          capture_output=True, text=True, timeout=60, check=False,
+                          env=dict(os.environ, PYTHONPATH=str(Path(__file__).parent.parent)))
+    assert f"unreadable {reason}" in done.stdout, done.stdout + done.stderr
+    done = repo.run("run", *TODAY)
+    assert done.returncode == 3 and f"skipped  app: {reason}" in done.stdout, done.stdout
+    assert task.read_bytes() == before and repo.head() == head
