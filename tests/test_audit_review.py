@@ -8,8 +8,6 @@ import json
 import os
 import re
 import subprocess
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -262,29 +260,18 @@ def test_a_relative_run_directory_at_push_time_is_refused_with_why(tmp_path: Pat
 
 
 def test_the_charter_granted_is_the_one_whose_hash_was_checked(tmp_path: Path) -> None:
-    """The charter is read once to check its hash and once to parse it; a file that changes
-    between the two reads (a FIFO here makes that deterministic) must not grant anything."""
+    """The charter is read once to check its hash and once to parse it; a file that could change
+    between the two reads must not grant anything. A FIFO (which would hand each read other
+    bytes) is refused before either read: only a regular file is read (audit/files.py)."""
     from audit.commands.closeout import resolve_charter
     from jobs.errors import InputError
 
     frozen = b"# Charter: o/n loop1\nauthority: none\n"
-    swapped = b"# Charter: o/n loop1\nauthority: release-please o/n\n"
     fifo = tmp_path / "charter.md"
     os.mkfifo(fifo)
-
-    def feed() -> None:
-        for data in (frozen, swapped):
-            with open(fifo, "wb") as out:
-                out.write(data)
-            time.sleep(0.2)  # let the first reader see EOF and close before the second write
-
-    writer = threading.Thread(target=feed, daemon=True)
-    writer.start()
     before = {"charter_sha256": hashlib.sha256(frozen).hexdigest()}
-    with pytest.raises(InputError, match="charter changed since begin"):
+    with pytest.raises(InputError, match="cannot read charter: not a regular file"):
         resolve_charter(str(fifo), before, tmp_path / "audit-before.json")
-    writer.join(timeout=10)
-    assert not writer.is_alive()
 
 
 LINE = re.compile(r"^( {4})?\[[^\]]+\] \S+ \S+: .+ [0-9a-f]{7}\.\.[0-9a-f]{7} "
