@@ -149,8 +149,30 @@ def lean_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     return build_parser(options=first not in ("-h", "--help"))
 
 
+def _closed_streams_to_devnull() -> None:
+    """Give a standard stream the process was started without /dev/null.
+
+    Started with stdout closed (a supervisor, a script's `>&-`), Python leaves `sys.stdout`
+    None: the first printed line failed after a verdict commit and `run` exited 3 for a pass.
+    And the next file opened would take descriptor 1, which git, just and hooks would inherit.
+    """
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+        setattr(sys, name, open(fd, "r" if fd == 0 else "w", closefd=False))
+
+
 @cli_entry("loop-verify")
 def main(argv: Sequence[str] | None = None) -> int:
+    if sys.stdin is None or sys.stdout is None or sys.stderr is None:
+        _closed_streams_to_devnull()
     argv = sys.argv[1:] if argv is None else list(argv)
     collecting = gc.isenabled()
     gc.disable()

@@ -498,3 +498,22 @@ def test_a_backlog_config_that_links_out_of_the_repository_is_not_read(
     done = repo.run("run", *TODAY)
     assert done.returncode == 3 and f"skipped  app: {reason}" in done.stdout, done.stdout
     assert task.read_bytes() == before and repo.head() == head
+
+
+@pytest.mark.parametrize("closed", [">&-", "2>&-", ">&- 2>&-", "<&- >&- 2>&-"])
+def test_a_run_started_with_its_standard_streams_closed_still_verifies_and_tells_the_truth(
+        tmp_path: Path, closed: str) -> None:
+    # Started with stdout closed (a supervisor or a script's `>&-`), Python has no sys.stdout:
+    # the first printed line raised AttributeError after the verdict commit, the repository was
+    # recorded as an unexpected error and `run` exited 3 for a pass; with stderr closed too,
+    # nothing was verified at all.
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    script = f'exec "$@" {closed}'
+    done = subprocess.run(["sh", "-c", script, "sh", sys.executable, "-m", "jobs.main", "run",
+                           "--config", str(repo.config_path), *TODAY],
+                          capture_output=True, text=True, timeout=120, check=False,
+                          env=dict(os.environ, PYTHONPATH=str(Path(__file__).parent.parent)))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-ok)"
+    events = [e["event"] for e in repo.log_events()]
+    assert "verify.passed" in events and not [e for e in events if "unexpected" in e], events
