@@ -517,3 +517,48 @@ def test_a_run_started_with_its_standard_streams_closed_still_verifies_and_tells
     assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-ok)"
     events = [e["event"] for e in repo.log_events()]
     assert "verify.passed" in events and not [e for e in events if "unexpected" in e], events
+
+
+def test_the_review_writes_through_a_link_or_into_a_fifo_never_replacing_them(
+        tmp_path: Path) -> None:
+    # `--out` was replaced atomically by a new regular file whatever it was: a link to the
+    # shared reports folder became a file of its own, and, as root, `--out /dev/stdout` or
+    # `--out /dev/null` replaced the device node for the whole machine. (Shown here with a
+    # link and a FIFO: the old code would have destroyed a real device node.)
+    import threading
+
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    assert repo.run("run", *TODAY).returncode == 0
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "latest.html").write_text("old report\n")
+    link = tmp_path / "review.html"
+    link.symlink_to(reports / "latest.html")
+    done = repo.run("review", "--config", str(repo.config_path), "--out", str(link))
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink() and os.readlink(link) == str(reports / "latest.html")
+    assert (reports / "latest.html").read_text(encoding="utf-8").startswith("<!doctype html>")
+
+    fifo = tmp_path / "review.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    keep_open = os.open(fifo, os.O_WRONLY)  # the reader sees EOF only once this closes too
+    os.set_blocking(reader, True)
+    got: list[bytes] = []
+
+    def read_all() -> None:
+        while chunk := os.read(reader, 65536):
+            got.append(chunk)
+
+    thread = threading.Thread(target=read_all)
+    thread.start()
+    try:
+        done = repo.run("review", "--config", str(repo.config_path), "--format", "markdown",
+                        "--out", str(fifo))
+    finally:
+        os.close(keep_open)
+        thread.join(timeout=30)
+        os.close(reader)
+    assert done.returncode == 0, done.stderr
+    assert fifo.is_fifo(), "the FIFO was replaced by a file"
+    assert b"".join(got).startswith(b"# loop-jobs incident review")

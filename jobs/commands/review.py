@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import socket
+import stat
 import sys
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
@@ -103,13 +104,29 @@ def main(args: ReviewOptions, now: datetime | None = None) -> int:
     if args.out:
         out = Path(args.out)
         try:
-            atomic_write(out, text.encode("utf-8"))
+            write_report(out, text.encode("utf-8"))
         except OSError as exc:
             raise UsageError(f"--out {out}: {exc.strerror or exc}") from None
         print(f"review written to {out}", file=sys.stderr)
     else:
         sys.stdout.write(text)
     return 0
+
+
+def write_report(out: Path, data: bytes) -> None:
+    """The report at `out`: a regular file is replaced atomically; a link is followed (the file
+    it names is replaced and the link stays); a device, FIFO or terminal (`/dev/stdout`) is
+    written into. A rename over `/dev/stdout` would have replaced the device node itself."""
+    try:
+        regular = stat.S_ISREG(os.stat(out).st_mode)
+    except FileNotFoundError:
+        regular = True  # a new file (or a link to one)
+    if regular:
+        atomic_write(Path(os.path.realpath(out)), data)
+        return
+    # Opened by its own name: /dev/stdout is a link through /proc that only open() follows.
+    with open(out, "wb") as fh:
+        fh.write(data)
 
 
 def _start_logging(log_file: Path, machine: str) -> None:
