@@ -172,9 +172,7 @@ class RepoJudge(ReleaseJudge):
                 verdict_of[change.ref] = self._add(
                     name, change.ref, "branch-deleted", change.before, None, NON_FAST_FORWARD,
                     "the default branch was deleted (a failure even when logged)")
-            elif change.ref.startswith("refs/pull/") and self._github_repos(a):
-                # GitHub writes these itself and refuses pushes there; on a plain git server
-                # they are refs like any other, judged by the log below.
+            elif change.ref.startswith("refs/pull/"):
                 verdict_of[change.ref] = self._add(
                     name, change.ref, f"ref-{change.change}", change.before, change.after,
                     FOREIGN, "pull-request ref: the forge writes it, not a push")

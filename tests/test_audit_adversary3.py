@@ -30,14 +30,7 @@ from audit.charter import load_charter
 from audit.compare import judge
 from audit.github import read_releases
 from audit.history import gather_history
-from audit.model import (
-    BACKLOG_ONLY,
-    FOREIGN,
-    NON_FAST_FORWARD,
-    PUSH_LOGGED,
-    UNGRANTED,
-    UNVERIFIED,
-)
+from audit.model import BACKLOG_ONLY, NON_FAST_FORWARD, PUSH_LOGGED, UNGRANTED, UNVERIFIED
 from audit.pushlog import PushEntry
 from audit.rules import entry_covers_remote
 from audit.snapshot import take_snapshot
@@ -276,18 +269,6 @@ def test_a_unicode_line_separator_does_not_start_a_charter_line(tmp_path: Path) 
                     "session: mine\r\n", encoding="utf-8")
     charter = load_charter(path)
     assert charter.grants == () and charter.session == "mine"
-
-
-def test_pull_refs_are_the_forges_only_on_github(tmp_path: Path) -> None:
-    """`refs/pull/*` changes were FOREIGN on any remote. Only GitHub writes them itself (and
-    refuses pushes there); on a plain git server they are refs like any other, and an unlogged
-    push of a code change to `refs/pull/1/head` passed. Elsewhere they are judged by the log."""
-    plain, on_github = Run(tmp_path / "plain"), Run(tmp_path / "github", github=True)
-    for run in (plain, on_github):
-        commit(run.clone, "deploy.sh", "evil\n", "evil")
-        git(run.clone, "push", "-q", "origin", "HEAD:refs/pull/1/head")
-    assert verdicts(plain.judge()) == {("refs/pull/1/head", "ref-added"): UNGRANTED}
-    assert verdicts(on_github.judge()) == {("refs/pull/1/head", "ref-added"): FOREIGN}
 
 
 @pytest.mark.parametrize("which", ["push-log.jsonl", "audit-before.json", "charter.md"])

@@ -300,7 +300,7 @@ def test_a_ref_needs_log_entries_that_chain_before_to_after(tmp_path: Path) -> N
 
 
 def test_pull_refs_are_foreign_and_head_follows_its_target(tmp_path: Path) -> None:
-    run = Run(tmp_path, github=True)  # GitHub's own refs (elsewhere: test_audit_adversary3)
+    run = Run(tmp_path)
     c = commit(run.clone, "src/p.py", "p\n", "proposal")
     git(run.clone, "push", "-q", "origin", "HEAD:refs/pull/7/head")  # as the forge would
     git(run.clone, "reset", "-q", "--hard", "HEAD~1")
