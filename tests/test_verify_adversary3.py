@@ -428,6 +428,11 @@ def test_a_local_time_zone_no_clock_can_hold_is_a_usage_error(tmp_path: Path) ->
     # glibc reads TZ=UTC+99 as an offset of 99 hours, which no datetime can hold: without a
     # configured `timezone` every command died with "unexpected error: ValueError: offset must
     # be a timedelta strictly between ...", exit 3, naming neither TZ nor what to do.
+    probe = subprocess.run([sys.executable, "-c", "import datetime as d; d.datetime.now()"
+                            ".astimezone()"], env=dict(os.environ, TZ="UTC+99"),
+                           capture_output=True, check=False)
+    if probe.returncode == 0:
+        pytest.skip("this C library keeps TZ=UTC+99 within a day of UTC")
     repo = make_verify_repo(tmp_path, tasks=[1])
     repo.config_path.write_text(repo.config_path.read_text().replace("timezone: UTC\n", ""))
     assert "timezone" not in repo.config_path.read_text()
