@@ -567,3 +567,23 @@ def test_the_review_writes_through_a_link_or_into_a_fifo_never_replacing_them(
     assert done.returncode == 0, done.stderr
     assert fifo.is_fifo(), "the FIFO was replaced by a file"
     assert b"".join(got).startswith(b"# loop-jobs incident review")
+
+
+def test_the_review_reads_only_the_head_of_a_task_file_for_its_title(tmp_path: Path) -> None:
+    # The title was looked for in the first 8 KiB of the task file, after reading all of it: a
+    # task file of gigabytes (git holds any size) took the review's memory with it.
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    assert repo.run("run", *TODAY).returncode == 0
+    task = repo.root / "backlog" / "tasks" / "task-1 - Task-1.md"
+    head = task.read_bytes()
+    with open(task, "r+b") as fh:
+        fh.truncate(3 << 30)  # sparse: 3 GiB long, no disk used
+    out = tmp_path / "review.md"
+    done = subprocess.run(
+        ["sh", "-c", 'ulimit -v 1500000; exec "$@"', "sh", sys.executable, "-m", "jobs.main",
+         "review", "--config", str(repo.config_path), "--format", "markdown", "--out", str(out)],
+        capture_output=True, text=True, timeout=60, check=False,
+        env=dict(os.environ, PYTHONPATH=str(Path(__file__).parent.parent)))
+    task.write_bytes(head)
+    assert done.returncode == 0, done.stderr
+    assert "TASK-1 — Task 1" in out.read_text(encoding="utf-8")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import stat
 from pathlib import Path
 
 import yaml
@@ -85,9 +86,19 @@ def task_title(repo: str, task_path: str | None) -> str | None:
         if not _inside(candidate, root / "backlog"):
             continue  # a ledger row's path is text: only the repository's backlog is read
         try:
-            head = candidate.read_bytes()[:8192]
+            # The head alone (a task file may be any size), of a regular file (a FIFO would
+            # block the open without O_NONBLOCK, and its read).
+            fd = os.open(candidate, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError:
             continue
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                continue
+            head = os.read(fd, 8192)
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
         front = head.split(b"\n---", 1)[0] if head.startswith(b"---") else b""
         match = _TITLE.search(front)
         if match is None:
