@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from jobs.exe import executable
+
 _IN_PROGRESS = {
     "MERGE_HEAD": "a merge is in progress",
     "rebase-merge": "a rebase is in progress",
@@ -87,7 +89,9 @@ def _git(root: Path, args: Sequence[str], timeout: float | None = None,
     # reading it to the end would wait for that process rather than for git.
     try:
         with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            with subprocess.Popen(["git", *settings, *args], cwd=root, env=_env(),
+            env = _env()
+            with subprocess.Popen(["git", *settings, *args], executable=executable("git", env),
+                                  cwd=root, env=env,
                                   stdin=subprocess.DEVNULL, stdout=out, stderr=err) as proc:
                 if not _ended(proc, timeout):
                     _stop(proc, grace)

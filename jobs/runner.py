@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 from jobs import proctree
 from jobs.diskspace import short_of_space
+from jobs.exe import executable
 from jobs.proctree import TOKEN_VAR as TOKEN_VAR
 from jobs.run_scope import Scope as Scope
 
@@ -107,8 +108,10 @@ def list_recipes(
     argv = [just, "--justfile", str(justfile), "--working-directory", str(root),
             "--dump", "--dump-format", "json"]
     try:
+        env = recipe_env()
         proc = subprocess.Popen(
-            argv, cwd=root, env=recipe_env(), stdin=subprocess.DEVNULL,
+            argv, executable=executable(just, env), cwd=root, env=env,
+            stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
         )
     except OSError as exc:
@@ -222,7 +225,8 @@ def _run(
         started = time.monotonic()
         with proctree._active_lock:  # a concurrent run must never see our leader unregistered
             proc = subprocess.Popen(
-                argv, cwd=root, env=child_env, stdin=subprocess.DEVNULL, stdout=out_fd,
+                argv, executable=executable(argv[0], child_env), cwd=root, env=child_env,
+                stdin=subprocess.DEVNULL, stdout=out_fd,
                 stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
             )
             tracker.started(proc.pid)
