@@ -3,7 +3,6 @@
 # Annotations are evaluated here (no `from __future__ import annotations`): a NamedTuple
 # would otherwise compile each field's annotation text on every start-up.
 
-import math
 import os
 import re
 import sys
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from jobs.config_fast import read_simple
+from jobs.durations import parse_duration, parse_retention
 from jobs.errors import ConfigError, UsageError
 
 if TYPE_CHECKING:  # PyYAML is imported only for a file outside config_fast's shapes
@@ -27,13 +27,6 @@ MACHINE_MAX = 128
 
 # Patterns a command rarely needs are compiled on first use (re's own cache keeps them): each
 # compiled at import costs every start-up a fraction of a millisecond.
-_DURATION = r"^\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*$"
-_UNITS = {"": 1.0, "s": 1.0, "m": 60.0, "h": 3600.0}
-# The longest duration taken. A limit is added to the clock (a claim's expiry, a deadline) and an
-# output retention subtracted from it; far beyond this, datetime and the system calls overflow
-# and every run would fail where the configuration should have been refused.
-MAX_DURATION = 100 * 365 * 86400.0
-_RETENTION = r"^\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*$"
 _SCHEDULE = r"^([01]?\d|2[0-3]):([0-5]\d)$"
 
 TOP_KEYS = {"repos", "timeout", "kill_grace", "timezone", "schedule", "state_dir", "log_file",
@@ -73,36 +66,6 @@ class Config(NamedTuple):
         return f"{self.schedule[0]:02d}:{self.schedule[1]:02d}"
 
 
-def parse_duration(text: object) -> float:
-    """`90s`, `30m`, `2h` or a number of seconds; raises ValueError on anything else."""
-    if isinstance(text, bool):
-        raise ValueError("not a duration")
-    if isinstance(text, int | float):
-        value = float(text)
-    elif isinstance(text, str):
-        m = re.match(_DURATION, text)
-        if not m:
-            raise ValueError("not a duration")
-        value = float(m.group(1)) * _UNITS[m.group(2)]
-    else:
-        raise ValueError("not a duration")
-    # YAML reads `.inf` and `.nan` as floats: neither is a limit a recipe can be held to.
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError("a duration must be positive and finite")
-    if value > MAX_DURATION:
-        raise ValueError("a duration must be at most 100 years")
-    return value
-
-
-def parse_retention(text: object) -> float:
-    """`output_retention`: like a duration, and also in days (`30d`)."""
-    if isinstance(text, str):
-        m = re.match(_RETENTION, text)
-        if m and m.group(2) == "d":
-            return parse_duration(float(m.group(1)) * 86400.0)
-    return parse_duration(text)
-
-
 def default_machine() -> str:
     """The host name, without the `.local` macOS adds on a network without DNS names.
 
@@ -110,17 +73,6 @@ def default_machine() -> str:
     the kernel's host name), without importing socket into every command."""
     name = os.uname().nodename.strip().removesuffix(".local")
     return name or "localhost"
-
-
-def format_duration(seconds: float) -> str:
-    """The shortest exact spelling of a duration, as a user would write it in the config."""
-    if seconds >= 3600 and seconds % 3600 == 0:
-        return f"{int(seconds // 3600)}h"
-    if seconds >= 60 and seconds % 60 == 0:
-        return f"{int(seconds // 60)}m"
-    if seconds == int(seconds):
-        return f"{int(seconds)}s"
-    return f"{seconds:g}s"
 
 
 def is_macos() -> bool:

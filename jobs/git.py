@@ -11,27 +11,14 @@ import contextlib
 import hashlib
 import os
 import re
-import select
-import signal
 import subprocess
 import tempfile
-import time
 from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from jobs.exe import executable
-
-_IN_PROGRESS = {
-    "MERGE_HEAD": "a merge is in progress",
-    "rebase-merge": "a rebase is in progress",
-    "rebase-apply": "a rebase or am is in progress",
-    "CHERRY_PICK_HEAD": "a cherry-pick is in progress",
-    "REVERT_HEAD": "a revert is in progress",
-    "BISECT_LOG": "a bisect is in progress",
-}
-
 
 # Variables that point git at another repository (set, say, when loop-verify runs from inside a
 # git hook). Each repository loop-verify works on is named by its path alone.
@@ -93,67 +80,23 @@ def _git(root: Path, args: Sequence[str], timeout: float | None = None,
             with subprocess.Popen(["git", *settings, *args], executable=executable("git", env),
                                   cwd=root, env=env,
                                   stdin=subprocess.DEVNULL, stdout=out, stderr=err) as proc:
-                if not _ended(proc, timeout):
-                    _stop(proc, grace)
-                    raise GitError(f"git {args[0]} failed: still running after {timeout:g} s "
-                                   "(a hook that does not end?); it and what it started were "
-                                   "stopped")
+                if timeout is None:
+                    proc.wait()
+                else:
+                    # psutil only for a command with a limit: most of git's callers never
+                    # need it
+                    from jobs.proctree import ended_within, stop_tree
+
+                    if not ended_within(proc, timeout):
+                        stop_tree(proc, grace)
+                        raise GitError(f"git {args[0]} failed: still running after "
+                                       f"{timeout:g} s (a hook that does not end?); it and "
+                                       "what it started were stopped")
             out.seek(0)
             err.seek(0)
             return Finished(proc.returncode, out.read(), err.read(), proc.pid)
     except OSError as exc:
         raise GitError(f"git {args[0]} cannot be started: {exc}") from None
-
-
-def _ended(proc: subprocess.Popen[bytes], timeout: float | None) -> bool:
-    """Wait for `proc` to end, for at most `timeout` seconds (None: as long as it takes)."""
-    if timeout is None:
-        proc.wait()
-        return True
-    # A pidfd wakes the wait the moment git ends, where Popen.wait(timeout) polls and would add
-    # up to milliseconds to every verdict commit. macOS has none: there it polls.
-    try:
-        fd = os.pidfd_open(proc.pid)
-    except (AttributeError, OSError):
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            return False
-        return True
-    try:
-        ready, _, _ = select.select([fd], [], [], timeout)
-    finally:
-        os.close(fd)
-    if not ready:
-        return False
-    proc.wait()
-    return True
-
-
-def _stop(proc: subprocess.Popen[bytes], grace: float) -> None:
-    """Stop git and the processes it started (its hooks and theirs): SIGTERM first, on which
-    git removes its own lock files, then SIGKILL to whatever is left after `grace` seconds.
-    A process that has left git's tree by then (a daemon) is not found."""
-    import psutil
-
-    from jobs.proctree import send
-
-    try:
-        leader = psutil.Process(proc.pid)
-        started = leader.children(recursive=True)
-    except psutil.Error:
-        leader, started = None, []
-    if leader is not None:
-        send(leader, signal.SIGTERM)
-    for p in started:
-        send(p, signal.SIGTERM)
-    end = time.monotonic() + grace
-    if not _ended(proc, grace):
-        proc.kill()
-        proc.wait()
-    _, alive = psutil.wait_procs(started, timeout=max(0.0, end - time.monotonic()))
-    for p in alive:
-        send(p, signal.SIGKILL)
 
 
 def _run(root: Path, *args: str, ok: tuple[int, ...] = (0,), timeout: float | None = None,
@@ -184,13 +127,6 @@ def git_dir(root: Path) -> Path:
         raise GitError(f"{dot}: not a gitdir file")
     target = Path(text.removeprefix("gitdir:").strip())
     return target if target.is_absolute() else (root / target).resolve()
-
-
-def operation_in_progress(gdir: Path) -> str | None:
-    for name, what in _IN_PROGRESS.items():
-        if (gdir / name).exists():
-            return what
-    return None
 
 
 def work_tree_state(root: Path) -> WorkTreeState:

@@ -23,6 +23,7 @@ import ctypes
 import ctypes.util
 import functools
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -113,6 +114,56 @@ def send(p: psutil.Process, sig: int) -> bool:
         return True
     except (psutil.Error, OSError):
         return False
+
+
+# --- a short-lived child and its tree (a verdict's git commit) --------------------------------
+
+def ended_within(proc: subprocess.Popen[bytes], timeout: float | None) -> bool:
+    """Wait for `proc` to end, for at most `timeout` seconds (None: as long as it takes)."""
+    if timeout is None:
+        proc.wait()
+        return True
+    # A pidfd wakes the wait the moment git ends, where Popen.wait(timeout) polls and would add
+    # up to milliseconds to every verdict commit. macOS has none: there it polls.
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    try:
+        ready, _, _ = select.select([fd], [], [], timeout)
+    finally:
+        os.close(fd)
+    if not ready:
+        return False
+    proc.wait()
+    return True
+
+
+def stop_tree(proc: subprocess.Popen[bytes], grace: float) -> None:
+    """Stop `proc` and the processes it started (git's hooks and theirs): SIGTERM first, on
+    which git removes its own lock files, then SIGKILL to whatever is left after `grace`
+    seconds. A process that has left the tree by then (a daemon) is not found."""
+    try:
+        leader = psutil.Process(proc.pid)
+        started = leader.children(recursive=True)
+    except psutil.Error:
+        leader, started = None, []
+    if leader is not None:
+        send(leader, signal.SIGTERM)
+    for p in started:
+        send(p, signal.SIGTERM)
+    end = time.monotonic() + grace
+    if not ended_within(proc, grace):
+        proc.kill()
+        proc.wait()
+    _, alive = psutil.wait_procs(started, timeout=max(0.0, end - time.monotonic()))
+    for p in alive:
+        send(p, signal.SIGKILL)
+
 
 
 class Tracker:

@@ -8,6 +8,24 @@ from jobs.git import CommitFacts, WorkTreeState
 
 SHOWN_PATHS = 5
 
+# What git leaves in its folder while an operation waits to be finished.
+_IN_PROGRESS = {
+    "MERGE_HEAD": "a merge is in progress",
+    "rebase-merge": "a rebase is in progress",
+    "rebase-apply": "a rebase or am is in progress",
+    "CHERRY_PICK_HEAD": "a cherry-pick is in progress",
+    "REVERT_HEAD": "a revert is in progress",
+    "BISECT_LOG": "a bisect is in progress",
+}
+
+
+def operation_in_progress(gdir: Path) -> str | None:
+    """What git left unfinished in the repository whose git folder is `gdir`, or None."""
+    for name, what in _IN_PROGRESS.items():
+        if (gdir / name).exists():
+            return what
+    return None
+
 
 def some_paths(paths: tuple[str, ...] | list[str]) -> str:
     """The first few paths, for a one-line reason."""

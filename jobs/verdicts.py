@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from jobs import backlog_edit
-from jobs.config import format_duration
+from jobs.durations import format_duration
 from jobs.verdict import Verdict
 
 PASS, FAIL, TIMEOUT = Verdict.PASS, Verdict.FAIL, Verdict.TIMEOUT

@@ -381,7 +381,7 @@ class _RepoRun:
 
     def precondition(self, due: list[eligibility.Classified]) -> str | None:
         """Why the repository may not be worked on now, or None when it is ready."""
-        doing = git.operation_in_progress(git.git_dir(self.root))
+        doing = readiness.operation_in_progress(git.git_dir(self.root))
         problem = readiness.not_ready(doing, git.work_tree_state(self.root), self.repo.branch,
                                       git.hidden_from_status(self.root))
         if problem is not None:

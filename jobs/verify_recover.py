@@ -75,7 +75,7 @@ def recover_pending(ctx: RepoContext, pending: list[Attempt], finish: Finish,
         if recovery.written(p, current):
             state = git.work_tree_state(root)
             changes = state.changes
-            wrong = readiness.wrong_checkout(git.operation_in_progress(git.git_dir(root)),
+            wrong = readiness.wrong_checkout(readiness.operation_in_progress(git.git_dir(root)),
                                              state.branch, ctx.repo.branch)
         else:
             changes = ()

@@ -13,12 +13,11 @@ import pytest
 from jobs.config import (
     DEFAULT_KILL_GRACE,
     DEFAULT_TIMEOUT,
-    format_duration,
     load_config,
-    parse_duration,
     with_repos,
     with_timeout,
 )
+from jobs.durations import format_duration, parse_duration
 from jobs.errors import ConfigError
 from jobs.logs import configure_logging, get_logger
 

@@ -14,7 +14,8 @@ import pytest
 import yaml
 from verify_helpers import ROOT, kill_marked, make_verify_repo, marked_pids, start_verify, wait_for
 
-from jobs.config import load_config, parse_duration
+from jobs.config import load_config
+from jobs.durations import parse_duration
 from jobs.errors import ConfigError
 from jobs.main import main as verify_main
 

@@ -122,7 +122,7 @@ def repo_check(root: Path, branch: str, ledger: Ledger | None) -> Check:
         return Check(name, False, f"backlog not readable: {exc}",
                      "run `backlog init` there or fix backlog/config.yml")
     try:
-        doing = git.operation_in_progress(git.git_dir(root))
+        doing = readiness.operation_in_progress(git.git_dir(root))
         state = git.work_tree_state(root)
         if doing:
             return Check(name, False, doing, "finish or abort it")
