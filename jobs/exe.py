@@ -1,4 +1,5 @@
-"""Where `git` and `just` are: found on PATH's absolute folders only.
+"""How `git` and `just` are started: the program, found on PATH's absolute folders only, and an
+environment that names no other repository.
 
 loop-verify starts both with a repository as their working directory. A relative PATH entry
 (`.`, or the empty one a stray colon makes: `PATH=:/usr/bin`) is looked up from there, so a
@@ -13,7 +14,7 @@ import errno
 import functools
 import os
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 
 
 def executable(name: str, env: Mapping[str, str] | None = None) -> str:
@@ -32,3 +33,19 @@ def executable(name: str, env: Mapping[str, str] | None = None) -> str:
 def _on_path(name: str, path: str) -> str | None:
     folders = os.pathsep.join(d for d in path.split(os.pathsep) if os.path.isabs(d))
     return shutil.which(name, path=folders)
+
+
+# Variables that point git at another repository (set, say, when loop-verify runs from inside a
+# git hook). Each repository loop-verify works on is named by its path alone.
+REPOSITORY_ENV_VARS = (
+    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_IMPLICIT_WORK_TREE", "GIT_PREFIX",
+    "GIT_SHALLOW_FILE", "GIT_GRAFT_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE",
+    "GIT_INTERNAL_SUPER_PREFIX",
+)
+
+
+def isolate_environment(environ: MutableMapping[str, str]) -> None:
+    """Drop what would send git (ours and a recipe's) to a repository other than the one named."""
+    for name in REPOSITORY_ENV_VARS:
+        environ.pop(name, None)

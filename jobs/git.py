@@ -13,27 +13,12 @@ import os
 import re
 import subprocess
 import tempfile
-from collections.abc import MutableMapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from jobs.exe import executable
-
-# Variables that point git at another repository (set, say, when loop-verify runs from inside a
-# git hook). Each repository loop-verify works on is named by its path alone.
-REPOSITORY_ENV_VARS = (
-    "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_IMPLICIT_WORK_TREE", "GIT_PREFIX",
-    "GIT_SHALLOW_FILE", "GIT_GRAFT_FILE", "GIT_NO_REPLACE_OBJECTS", "GIT_REPLACE_REF_BASE",
-    "GIT_INTERNAL_SUPER_PREFIX",
-)
-
-
-def isolate_environment(environ: MutableMapping[str, str]) -> None:
-    """Drop what would send git (ours and a recipe's) to a repository other than the one named."""
-    for name in REPOSITORY_ENV_VARS:
-        environ.pop(name, None)
 
 
 class GitError(Exception):

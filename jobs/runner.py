@@ -30,11 +30,10 @@ from jobs.diskspace import short_of_space
 from jobs.exe import executable
 from jobs.proctree import TOKEN_VAR as TOKEN_VAR
 from jobs.run_scope import Scope as Scope
+from jobs.tail import read_tail
 
 JUSTFILE_NAMES = ("justfile", "Justfile", ".justfile")
 
-TAIL_LINES = 20
-TAIL_BYTES = 2048
 
 _POLL = 0.05  # seconds between checks of the recipe; bounds how late a timeout or stop is noticed
 # waitid(WNOWAIT) lets us see that `just` ended without reaping it; where Python lacks it, the
@@ -373,33 +372,3 @@ def _terminate(tracker: proctree.Tracker, proc: subprocess.Popen[bytes], kill_gr
     end = time.monotonic() + 2.0
     while not _leader_exited(proc) and time.monotonic() < end:
         time.sleep(0.01)
-
-
-def read_tail(path: Path, max_lines: int = TAIL_LINES, max_bytes: int = TAIL_BYTES) -> str:
-    """The last lines of the output, within both limits, decoded with replacement characters."""
-    try:
-        with open(path, "rb") as fh:
-            size = fh.seek(0, os.SEEK_END)
-            start = max(0, size - max_bytes - 1)
-            fh.seek(start)
-            chunk = fh.read()
-    except OSError:
-        return ""
-    if chunk.endswith(b"\n"):
-        chunk = chunk[:-1]
-    elif start > 0:
-        chunk = chunk[1:]  # the spare byte was only read to tell whether output ends in a newline
-    if len(chunk) > max_bytes:
-        chunk = chunk[-max_bytes:]
-    if start > 0:
-        # Don't start with a fragment of a line (or of a character) when whole lines fit.
-        cut = chunk.find(b"\n")
-        if 0 <= cut < len(chunk) - 1:
-            chunk = chunk[cut + 1:]
-        else:
-            while chunk and 0x80 <= chunk[0] <= 0xBF:
-                chunk = chunk[1:]
-    lines = chunk.split(b"\n")[-max_lines:]
-    return "\n".join(line.decode("utf-8", errors="replace").rstrip("\r") for line in lines)
-
-

@@ -8,12 +8,11 @@ from datetime import UTC, datetime
 
 from jobs import backlog_edit
 from jobs.durations import format_duration
+from jobs.tail import TAIL_BYTES, TAIL_LINES
 from jobs.verdict import Verdict
 
 PASS, FAIL, TIMEOUT = Verdict.PASS, Verdict.FAIL, Verdict.TIMEOUT
 FAILED_LABEL = "verify-failed"
-TAIL_LINES = 20
-TAIL_BYTES = 2048
 
 # C0 and C1 controls (U+009B is a terminal's CSI) and the bidirectional embeddings, overrides,
 # isolates and marks (one reverses the text after it): none of a recipe's output that acts

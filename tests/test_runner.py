@@ -20,9 +20,9 @@ from jobs.runner import (
     RecipeResult,
     find_justfile,
     list_recipes,
-    read_tail,
     run_recipe,
 )
+from jobs.tail import read_tail
 
 
 def run(

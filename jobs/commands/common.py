@@ -33,9 +33,9 @@ def no_repos_hint(config: Config) -> str:
 
 def setup(config_path: str | None, repos: list[str] | None = None) -> Config:
     """The configuration (with `--repo` paths in place of its list) and the log opened."""
-    from jobs import git
+    from jobs import exe
 
-    git.isolate_environment(os.environ)
+    exe.isolate_environment(os.environ)
     config = load_config(config_path)
     if repos:
         config = with_repos(config, repos)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from jobs import git
+from jobs import exe
 from jobs.commands.common import start_logging
 from jobs.config import load_config
 from jobs.scheduler import serve
@@ -13,7 +13,7 @@ from jobs.scheduler import serve
 def main(*, config_path: str | None) -> int:
     """Exit 0 after a clean stop (SIGTERM/SIGINT), 2 on a bad configuration, 3 when another
     `serve` already holds the state directory."""
-    git.isolate_environment(os.environ)
+    exe.isolate_environment(os.environ)
     config = load_config(config_path)
     start_logging(config)
     return serve(config)

@@ -84,10 +84,10 @@ class LocalSites:
         root = Path(repo)
         if not (root / ".git").exists():
             return None
-        from jobs import git
+        from jobs import exe, git
 
         if not self._isolated:
-            git.isolate_environment(os.environ)
+            exe.isolate_environment(os.environ)
             self._isolated = True
         urls = git.remote_urls(root)
         url = urls.get("origin") or next((urls[name] for name in sorted(urls)), None)
