@@ -64,6 +64,19 @@ def make_repo_with_remote(tmp_path: Path, name: str = "work") -> tuple[Path, Pat
     return clone, bare
 
 
+def enterprise_remote(clone: Path, bare: Path, httpserver: Any,
+                      monkeypatch: pytest.MonkeyPatch, owner_name: str) -> str:
+    """Make origin a GitHub Enterprise repository whose API the test's HTTP server answers (git
+    itself still reaches the bare remote, through insteadOf); the API's base URL."""
+    url = f"https://localhost:{httpserver.port}/{owner_name}.git"
+    git(clone, "remote", "set-url", "origin", url)
+    git(clone, "config", f"url.{bare}.insteadOf", url)
+    api: str = httpserver.url_for("/api/v3").rstrip("/")
+    monkeypatch.setenv("GITHUB_API_URL", api)
+    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+    return api
+
+
 def rev(repo: Path, what: str) -> str:
     return git(repo, "rev-parse", what).strip()
 

@@ -18,6 +18,7 @@ from audit_helpers import (
     Run,
     commit,
     commit_verdicts,
+    enterprise_remote,
     env_with,
     gh_asset,
     gh_release,
@@ -324,12 +325,7 @@ def test_a_replaced_release_asset_fails_closeout(
         capsys: pytest.CaptureFixture[str]) -> None:
     clone, bare = make_repo_with_remote(tmp_path)
     owner_name = "octo/widgets"
-    url = f"https://localhost:{httpserver.port}/{owner_name}.git"
-    git(clone, "remote", "set-url", "origin", url)
-    git(clone, "config", f"url.{bare}.insteadOf", url)
-    api = httpserver.url_for("/api/v3").rstrip("/")
-    monkeypatch.setenv("GITHUB_API_URL", api)
-    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+    api = enterprise_remote(clone, bare, httpserver, monkeypatch, owner_name)
     asset = gh_asset(api, owner_name, 5, "widgets.tar.gz")
     served = [gh_release(api, owner_name, 1, "v1.0.0", assets=[asset])]
     httpserver.expect_request(f"/api/v3/repos/{owner_name}/releases").respond_with_handler(

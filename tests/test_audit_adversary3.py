@@ -16,6 +16,7 @@ from audit_helpers import (
     ZERO,
     Run,
     commit,
+    enterprise_remote,
     gh_release,
     git,
     isolate_git,
@@ -178,12 +179,7 @@ def test_releases_read_from_no_repository_at_closeout_are_not_no_releases(
     releases as "not applicable": the release the run made was never read and the audit
     passed. Releases read from other repositories than at the start cannot be compared."""
     clone, bare = make_repo_with_remote(tmp_path)
-    url = f"https://localhost:{httpserver.port}/octo/widgets.git"
-    git(clone, "remote", "set-url", "origin", url)
-    git(clone, "config", f"url.{bare}.insteadOf", url)
-    api = httpserver.url_for("/api/v3").rstrip("/")
-    monkeypatch.setenv("GITHUB_API_URL", api)
-    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+    api = enterprise_remote(clone, bare, httpserver, monkeypatch, "octo/widgets")
     httpserver.expect_request("/api/v3/repos/octo/widgets/releases").respond_with_json([])
     before = take_snapshot([clone], charter_sha256=None)
     key = str(clone.resolve())

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from audit_helpers import (
     commit,
+    enterprise_remote,
     env_with,
     gh_release,
     git,
@@ -240,12 +241,7 @@ def test_closeout_passes_a_granted_release_please_release_from_the_api(
         tmp_path: Path, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     clone, bare = make_repo_with_remote(tmp_path)
-    github_url = f"https://localhost:{httpserver.port}/{OWNER_NAME}.git"
-    git(clone, "remote", "set-url", "origin", github_url)
-    git(clone, "config", f"url.{bare}.insteadOf", github_url)
-    api = httpserver.url_for("/api/v3").rstrip("/")
-    monkeypatch.setenv("GITHUB_API_URL", api)
-    monkeypatch.setenv("GITHUB_TOKEN", "test-token")
+    api = enterprise_remote(clone, bare, httpserver, monkeypatch, OWNER_NAME)
     served: list[dict[str, Any]] = []
     httpserver.expect_request(f"/api/v3/repos/{OWNER_NAME}/releases").respond_with_handler(
         lambda request: Response(json.dumps(served), content_type="application/json"))
