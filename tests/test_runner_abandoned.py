@@ -70,7 +70,8 @@ def sleepers(tag: str) -> list[int]:
     found = []
     for pid in processes_with(tag):
         with contextlib.suppress(psutil.Error):
-            if psutil.Process(pid).cmdline()[0] == "sleep":
+            # A process caught between fork and exec, or already a zombie, has no command line
+            if psutil.Process(pid).cmdline()[:1] == ["sleep"]:
                 found.append(pid)
     return sorted(found)
 
