@@ -296,6 +296,8 @@ def checked_ancestor(repo: str, old: str, new: str) -> bool | None:
     if old == new:
         return True
     path = ancestry_path(repo, old, new)
+    if not path:
+        return False
     objects = stored_objects(repo, path)
     parents: dict[str, tuple[str, ...]] = {}
     for sha in path:
@@ -303,8 +305,6 @@ def checked_ancestor(repo: str, old: str, new: str) -> bool | None:
         if got is None or got[0] != "commit":
             return None
         parents[sha] = commit_parents(got[1])
-    if not path:
-        return False
     seen, todo = {new}, [new]
     while todo:
         for parent in parents.get(todo.pop(), ()):

@@ -118,11 +118,8 @@ def send(p: psutil.Process, sig: int) -> bool:
 
 # --- a short-lived child and its tree (a verdict's git commit) --------------------------------
 
-def ended_within(proc: subprocess.Popen[bytes], timeout: float | None) -> bool:
-    """Wait for `proc` to end, for at most `timeout` seconds (None: as long as it takes)."""
-    if timeout is None:
-        proc.wait()
-        return True
+def ended_within(proc: subprocess.Popen[bytes], timeout: float) -> bool:
+    """Wait for `proc` to end, for at most `timeout` seconds."""
     # A pidfd wakes the wait the moment git ends, where Popen.wait(timeout) polls and would add
     # up to milliseconds to every verdict commit. macOS has none: there it polls.
     try:
@@ -163,7 +160,6 @@ def stop_tree(proc: subprocess.Popen[bytes], grace: float) -> None:
     _, alive = psutil.wait_procs(started, timeout=max(0.0, end - time.monotonic()))
     for p in alive:
         send(p, signal.SIGKILL)
-
 
 
 class Tracker:
