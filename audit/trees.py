@@ -18,12 +18,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 
+from audit import git
 from audit.model import Commit
 from audit.rules import BACKLOG_DIR
 
 TREE_MODE = b"40000"
-GITLINK_MODE = b"160000"
-LINK_MODES = (GITLINK_MODE, b"120000")  # gitlinks and symbolic links: audit.git.LINK_MODES
+# gitlinks and symbolic links, as tree objects spell their modes
+LINK_MODES = tuple(mode.encode() for mode in git.LINK_MODES)
 # `<mode> SP <name> NUL <raw object name>`: 20 bytes for SHA-1, 32 for SHA-256
 _ENTRY = {n: rb"([0-7]+) ([^\0]+)\0(.{%d})" % n for n in (20, 32)}
 _ENTRIES = {n: re.compile(p, re.DOTALL) for n, p in _ENTRY.items()}
