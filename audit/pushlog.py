@@ -9,12 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from audit.files import read_regular
 from audit.git import GitFailed, run_git
 from audit.rundir import PUSH_LOG, run_lock
 from audit.urls import redact_url
 from jobs.errors import InputError
-from jobs.fsutil import fsync_dir
+from jobs.fsutil import fsync_dir, read_regular
 
 ZERO = "0" * 40
 FIELDS = ("repo", "remote", "ref", "old", "new", "at", "source")

@@ -6,6 +6,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -70,3 +71,20 @@ def exclusive_lock(path: Path, *, wait: bool = False) -> Iterator[int]:
         yield fd
     finally:
         os.close(fd)
+
+
+def read_regular(path: Path | str, limit: int | None = None) -> bytes:
+    """The file's bytes (at most `limit` of them); OSError (FileNotFoundError when absent) for
+    anything that is not a regular file once symlinks are followed. A FIFO or a device where a
+    file is expected (in a folder a run or another machine can write) would block the open or
+    the read for ever, or never end: it is opened without blocking and refused."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        with os.fdopen(fd, "rb") as fh:
+            fd = -1
+            return fh.read() if limit is None else fh.read(limit)
+    finally:
+        if fd >= 0:
+            os.close(fd)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from audit.files import read_regular
 from audit.rundir import REPORT_JSON, REPORT_TXT, resolve_run_dir, run_lock
 from jobs.errors import InputError, UsageError
+from jobs.fsutil import read_regular
 
 EXIT_BY_VERDICT = {"pass": 0, "fail": 1, "could_not_check": 3}
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import functools
 import os
 import re
-import stat
 from pathlib import Path
 
 import yaml
 
+from jobs.fsutil import read_regular
 from jobs.review.model import OutputView
 from jobs.review.query import AttemptRow
 
@@ -86,19 +86,9 @@ def task_title(repo: str, task_path: str | None) -> str | None:
         if not _inside(candidate, root / "backlog"):
             continue  # a ledger row's path is text: only the repository's backlog is read
         try:
-            # The head alone (a task file may be any size), of a regular file (a FIFO would
-            # block the open without O_NONBLOCK, and its read).
-            fd = os.open(candidate, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            head = read_regular(candidate, 8192)  # the head alone: a task file may be any size
         except OSError:
             continue
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                continue
-            head = os.read(fd, 8192)
-        except OSError:
-            continue
-        finally:
-            os.close(fd)
         front = head.split(b"\n---", 1)[0] if head.startswith(b"---") else b""
         match = _TITLE.search(front)
         if match is None:
