@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobs.errors import InputError
-from jobs.fsutil import read_regular
+from jobs.core.errors import InputError
+from jobs.core.fs import read_regular
 
 KNOWN_GRANTS = frozenset({"release-please"})
 

@@ -53,7 +53,7 @@ from audit.rules import (
     reach_bits,
     ref_changes,
 )
-from audit.urls import redacted_urls
+from jobs.core.urls import redacted_urls
 
 
 def judge(before: Mapping[str, Any], after: Mapping[str, Any], charter: Charter | None,

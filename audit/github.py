@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from audit.git import seconds_from_env
-from audit.urls import GITHUB_HOSTS
-from audit.urls import github_repo_from_url as github_repo_from_url  # re-exported for jobs.review
+from jobs.core.urls import GITHUB_HOSTS
+from jobs.core.urls import (
+    github_repo_from_url as github_repo_from_url,  # re-exported for jobs.review
+)
 
 if TYPE_CHECKING:
     from github import GithubException

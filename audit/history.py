@@ -42,7 +42,7 @@ from audit.rules import (
 )
 from audit.snapshot import read_remote_config
 from audit.trees import commit_parents, recheck_paths
-from audit.urls import redact_text
+from jobs.core.urls import redact_text
 
 PRIVATE_NAMESPACE = "refs/loop-pi-audit"
 

@@ -24,8 +24,8 @@ from pathlib import Path
 from audit.git import GitFailed, is_tracked, run_git
 from audit.pushlog import append_pushes, is_sha
 from audit.rundir import ENV_VAR
-from jobs.errors import LoopError, UsageError
-from jobs.fsutil import atomic_write
+from jobs.core.errors import LoopError, UsageError
+from jobs.core.fs import atomic_write
 
 MARKER = "# loop-pi-audit pre-push hook"
 CHAINED_SUFFIX = ".loop-pi-audit-chained"

@@ -10,7 +10,7 @@ from audit.charter import Charter
 from audit.model import Finding, History
 from audit.pushlog import PushEntry
 from audit.rules import EntryIndex, covering
-from audit.urls import github_repo_from_url
+from jobs.core.urls import github_repo_from_url
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Where PyGithub's and urllib3's own log records go: our structured log, never bare stderr.
 
-They are written as the project's JSON lines (`jobs.logs`: `run_id`, `machine`, an `event` of
+They are written as the project's JSON lines (`jobs.core.logs`: `run_id`, `machine`, an `event` of
 our vocabulary such as `library.urllib3`, the library's text in `message`) to
 `$LOOP_PI_AUDIT_LOG`, else `audit-log.jsonl` in the run directory when the command has one, else
 nowhere. Only those libraries' loggers are routed (with propagation off), so Python's
@@ -68,7 +68,7 @@ _SAVED: dict[str, tuple[bool, int]] = {}
 def route_library_logs(log_file: Path | None) -> None:
     handler: logging.Handler = logging.NullHandler()
     if log_file is not None:
-        from jobs.logs import json_file_handler
+        from jobs.core.logs import json_file_handler
         try:
             handler = json_file_handler(log_file)
         except OSError:

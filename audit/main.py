@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from jobs.errors import EXIT_USAGE, LoopError, cli_entry
-from jobs.version import VersionAction
+from jobs.core.cli import cli_entry
+from jobs.core.errors import EXIT_USAGE, LoopError
+from jobs.core.version import VersionAction
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -11,9 +11,9 @@ from typing import Any
 
 from audit.git import GitFailed, run_git
 from audit.rundir import PUSH_LOG, run_lock
-from audit.urls import redact_url
-from jobs.errors import InputError
-from jobs.fsutil import fsync_dir, read_regular
+from jobs.core.errors import InputError
+from jobs.core.fs import fsync_dir, read_regular
+from jobs.core.urls import redact_url
 
 ZERO = "0" * 40
 FIELDS = ("repo", "remote", "ref", "old", "new", "at", "source")

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.model import Finding, exit_code, overall
-from jobs.errors import LoopError
+from jobs.core.errors import LoopError
 
 
 def record_audit(config_arg: str | None, *, command: str, run_dir: Path | None,
@@ -44,7 +44,7 @@ def record_audit(config_arg: str | None, *, command: str, run_dir: Path | None,
         reason = _first_line(exc)
         _warn(f"audit not recorded in the ledger {_redact(config.ledger)}: {reason}")
         if logging_ok:
-            from jobs.logs import get_logger
+            from jobs.core.logs import get_logger
 
             get_logger().warning("audit.ledger_unwritable", reason=reason,
                                  ledger=_redact(config.ledger))
@@ -126,7 +126,7 @@ def _warn(message: str) -> None:
 
 
 def _start_logging(log_file: Path, machine: str) -> bool:
-    from jobs.logs import configure_logging
+    from jobs.core.logs import configure_logging
 
     try:
         configure_logging(log_file, console=False, machine=machine)

@@ -12,7 +12,7 @@ from urllib.parse import unquote
 
 from audit.model import Change, Commit
 from audit.pushlog import ZERO, PushEntry
-from audit.urls import github_remote, redact_url
+from jobs.core.urls import github_remote, redact_url
 
 BACKLOG_DIR = "backlog/"
 RELEASE_MANIFEST = ".release-please-manifest.json"

@@ -8,8 +8,8 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
-from jobs.errors import UsageError
-from jobs.fsutil import atomic_write, exclusive_lock
+from jobs.core.errors import UsageError
+from jobs.core.fs import atomic_write, exclusive_lock
 
 BEFORE = "audit-before.json"
 AFTER = "audit-after.json"

@@ -24,8 +24,8 @@ from audit.github import (
     prepare,
     read_releases,
 )
-from audit.urls import github_remote, redact_text, redact_url
-from jobs.errors import UsageError
+from jobs.core.errors import UsageError
+from jobs.core.urls import github_remote, redact_text, redact_url
 
 NOT_ON_GITHUB = "no remote on a GitHub host"
 

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from jobs.errors import InputError
-from jobs.fsutil import read_regular
+from jobs.core.errors import InputError
+from jobs.core.fs import read_regular
 
 # What git prints for an object: full hex, SHA-1 or SHA-256. Anything else in a snapshot file
 # was not written by a snapshot, and a value such as `--upload-pack=CMD` would reach git's

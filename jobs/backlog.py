@@ -370,6 +370,6 @@ def _path(entry: Task | _Unlisted) -> Path:
 
 def write_task(path: Path, data: bytes) -> None:
     """Replace the task file atomically (temporary sibling, fsync, rename)."""
-    from jobs.fsutil import atomic_write
+    from jobs.core.fs import atomic_write
 
     atomic_write(Path(path), data)

@@ -23,8 +23,8 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from jobs import git
+from jobs.core.logs import get_logger
 from jobs.ledger import Attempt, Ledger, claims, first_line, iso_utc, naive_utc
-from jobs.logs import get_logger
 
 log = get_logger("loop-jobs.claims")
 

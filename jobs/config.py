@@ -5,15 +5,15 @@
 
 import os
 import re
-import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from jobs.config_fast import read_simple
-from jobs.durations import parse_duration, parse_retention
-from jobs.errors import ConfigError, UsageError
+from jobs.core.durations import parse_duration, parse_retention
+from jobs.core.errors import ConfigError, UsageError
+from jobs.core.host import default_log_file, default_machine, default_state_dir, home_dir
 
 if TYPE_CHECKING:  # PyYAML is imported only for a file outside config_fast's shapes
     import yaml
@@ -64,37 +64,6 @@ class Config(NamedTuple):
     @property
     def schedule_text(self) -> str:
         return f"{self.schedule[0]:02d}:{self.schedule[1]:02d}"
-
-
-def default_machine() -> str:
-    """The host name, without the `.local` macOS adds on a network without DNS names.
-
-    `os.uname().nodename` is what `socket.gethostname()` returns on Linux and macOS (both read
-    the kernel's host name), without importing socket into every command."""
-    name = os.uname().nodename.strip().removesuffix(".local")
-    return name or "localhost"
-
-
-def is_macos() -> bool:
-    return sys.platform == "darwin"
-
-
-def home_dir(env: Mapping[str, str]) -> Path:
-    """$HOME as `env` has it (a scheduled job's environment may differ from this process's)."""
-    return Path(env["HOME"]) if env.get("HOME") else Path.home()
-
-
-def default_state_dir(env: Mapping[str, str]) -> Path:
-    if is_macos():
-        return home_dir(env) / "Library" / "Application Support" / "loop-jobs"
-    base = env.get("XDG_STATE_HOME") or str(home_dir(env) / ".local" / "state")
-    return Path(base) / "loop-jobs"
-
-
-def default_log_file(env: Mapping[str, str], state_dir: Path) -> Path:
-    if is_macos():
-        return home_dir(env) / "Library" / "Logs" / "loop-jobs" / "loop-jobs.jsonl"
-    return state_dir / "loop-jobs.jsonl"
 
 
 def expand_user(raw: str | Path, where: Path | str, key: str) -> Path:

@@ -17,8 +17,8 @@ from apscheduler.schedulers.base import STATE_STOPPED
 from apscheduler.triggers.base import BaseTrigger
 
 from jobs.config import Config
+from jobs.core.logs import get_logger
 from jobs.daily import DailyTrigger
-from jobs.logs import get_logger
 
 JOB_ID = "loop-verify-daily"
 JOB_NAME = "loop-verify daily verification"

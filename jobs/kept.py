@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from jobs.core.fs import atomic_write
 from jobs.edit_plan import sha256
-from jobs.fsutil import atomic_write
 
 
 def _path(state_dir: Path, digest: str) -> Path:

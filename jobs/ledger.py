@@ -22,8 +22,9 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 
-from jobs.config import default_machine
-from jobs.errors import EXIT_USAGE, LoopError
+from jobs.core.errors import EXIT_USAGE, LoopError
+from jobs.core.host import default_machine
+from jobs.core.logs import get_logger
 from jobs.ledger_rows import (
     ADDED_COLUMNS,
     EDIT_STATES,
@@ -37,7 +38,6 @@ from jobs.ledger_rows import (
     naive_utc,
     row_values,
 )
-from jobs.logs import get_logger
 from jobs.spool import Spool
 from jobs.verdict import WRITTEN
 

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from functools import partial
 
-from jobs.errors import cli_entry
+from jobs.core.cli import cli_entry
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing for --help
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ def build_parser(only: str | None = None, *, options: bool = True) -> argparse.A
     more than an empty backlog does."""
     import argparse
 
-    from jobs.version import VersionAction
+    from jobs.core.version import VersionAction
 
     parser = argparse.ArgumentParser(
         prog="loop-verify", formatter_class=help_formatter,

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from jobs import proctree
-from jobs.diskspace import short_of_space
+from jobs.core.diskspace import short_of_space
 from jobs.exe import executable
 from jobs.proctree import TOKEN_VAR as TOKEN_VAR
 from jobs.run_scope import Scope as Scope

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.config import Config
-from jobs.errors import EXIT_FAILED, LoopError, UsageError
-from jobs.fsutil import atomic_write
+from jobs.core.errors import EXIT_FAILED, LoopError, UsageError
+from jobs.core.fs import atomic_write
 from jobs.schedule_units import (
     LABEL,
     PLIST_NAME,

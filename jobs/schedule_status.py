@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from jobs.config import Config, load_config
-from jobs.errors import LoopError
+from jobs.core.errors import LoopError
 from jobs.ledger import redact_url
 from jobs.schedule_install import (
     Check,
@@ -231,7 +231,7 @@ def systemd_check(config: Config, *, now: datetime | None = None,
 
 def serve_check(config: Config) -> Check | None:
     """A running `loop-verify serve` on this state directory, or None when there is none."""
-    from jobs.fsutil import LockBusy, exclusive_lock
+    from jobs.core.fs import LockBusy, exclusive_lock
     from jobs.jobstore import stored_next_run
     from jobs.scheduler import SERVE_LOCK
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from jobs.config import Config
-from jobs.errors import LoopError
+from jobs.core.errors import LoopError
 
 LABEL = "dev.loop-jobs.verify"
 PLIST_NAME = f"{LABEL}.plist"

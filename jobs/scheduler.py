@@ -45,9 +45,10 @@ from apscheduler.events import (
 from apscheduler.triggers.base import BaseTrigger
 
 from jobs.config import Config, load_config
+from jobs.core.errors import EXIT_UNCHECKED, LoopError
+from jobs.core.fs import LockBusy, exclusive_lock
+from jobs.core.logs import get_logger
 from jobs.daily import due_run
-from jobs.errors import EXIT_UNCHECKED, LoopError
-from jobs.fsutil import LockBusy, exclusive_lock
 from jobs.jobstore import (
     JOB_ID,
     MISFIRE_GRACE_SECONDS,
@@ -59,7 +60,6 @@ from jobs.jobstore import (
     iso_utc,
     scheduler_db_path,
 )
-from jobs.logs import get_logger
 
 SERVE_LOCK = "serve.lock"
 # How often the main thread wakes the scheduler loop so time lost in sleep is noticed.

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from jobs.fsutil import atomic_write
+from jobs.core.fs import atomic_write
 
 SPOOL_DIR = "ledger-spool"
 

@@ -15,7 +15,7 @@ import stat
 from pathlib import Path
 from typing import NamedTuple
 
-from jobs.errors import InputError, LoopError
+from jobs.core.errors import InputError, LoopError
 from jobs.frontmatter import (
     NULLS,
     FrontmatterYAMLError,

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from jobs import backlog_edit
-from jobs.durations import format_duration
+from jobs.core.durations import format_duration
 from jobs.tail import TAIL_BYTES, TAIL_LINES
 from jobs.verdict import Verdict
 

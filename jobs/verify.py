@@ -18,12 +18,13 @@ from functools import partial
 
 import structlog
 
-from jobs import backlog, claims, eligibility, git, readiness, retention, runner
+from jobs import backlog, claims, eligibility, git, readiness, runner
 from jobs.config import Config, RepoConfig
-from jobs.errors import EXIT_FAILED, EXIT_OK, EXIT_UNCHECKED, LoopError
-from jobs.fsutil import LockBusy, exclusive_lock
+from jobs.core import statedir as retention
+from jobs.core.errors import EXIT_FAILED, EXIT_OK, EXIT_UNCHECKED, LoopError
+from jobs.core.fs import LockBusy, exclusive_lock
+from jobs.core.logs import get_logger
 from jobs.ledger import Attempt, Ledger
-from jobs.logs import get_logger
 from jobs.output import format_line, repo_name, repo_names
 from jobs.spool import SPOOL_DIR
 from jobs.verdict import FAILING, UNCHECKED, Verdict

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from jobs import git, kept, readiness, recovery
 from jobs.backlog import write_task
+from jobs.core.logs import get_logger
 from jobs.edit_plan import sha256
 from jobs.ledger import Attempt
-from jobs.logs import get_logger
 from jobs.verdict import Verdict
 from jobs.verify_task import RepoContext, check_commit, commit_checked, commit_made
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 from jobs import backlog, drift, edit_plan, eligibility, git, kept, runner, verdicts
 from jobs.config import Config, RepoConfig
-from jobs.fsutil import atomic_write
+from jobs.core.fs import atomic_write
+from jobs.core.logs import get_logger
 from jobs.ledger import Attempt, Ledger
-from jobs.logs import get_logger
 from jobs.output import shown
 from jobs.verdict import Verdict
 

@@ -56,12 +56,12 @@ def reset_process_globals() -> None:
 
     structlog.reset_defaults()
     mods = sys.modules
-    if "jobs.logs" in mods:
-        identity = mods["jobs.logs"]._Identity
+    if "jobs.core.logs" in mods:
+        identity = mods["jobs.core.logs"]._Identity
         identity.machine = ""
         identity.run_id = ""
-    if "jobs.errors" in mods:
-        mods["jobs.errors"].crash_log = None
+    if "jobs.core.errors" in mods:
+        mods["jobs.core.errors"].crash_log = None
     if "jobs.output" in mods:
         mods["jobs.output"]._stdout_gone = False
     if "audit.logs" in mods:

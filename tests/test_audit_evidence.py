@@ -15,7 +15,7 @@ from audit.main import main as audit_main
 from audit.pushlog import ZERO, append_push, read_push_log, same_repo
 from audit.rundir import BEFORE, PUSH_LOG, resolve_run_dir, write_json
 from audit.snapshot_file import load_snapshot
-from jobs.errors import InputError, UsageError
+from jobs.core.errors import InputError, UsageError
 
 SHA_A = "a" * 40
 SHA_B = "b" * 40

@@ -23,7 +23,7 @@ from audit.github import find_token, github_hosts, read_releases
 from audit.main import main as audit_main
 from audit.rundir import BEFORE
 from audit.snapshot import snapshot_complete, take_snapshot
-from audit.urls import github_repo_from_url
+from jobs.core.urls import github_repo_from_url
 
 PREFIX = "/api/v3"
 OWNER_NAME = "octo/widgets"

@@ -262,9 +262,10 @@ def test_a_relative_run_directory_at_push_time_is_refused_with_why(tmp_path: Pat
 def test_the_charter_granted_is_the_one_whose_hash_was_checked(tmp_path: Path) -> None:
     """The charter is read once to check its hash and once to parse it; a file that could change
     between the two reads must not grant anything. A FIFO (which would hand each read other
-    bytes) is refused before either read: only a regular file is read (jobs.fsutil.read_regular)."""
+    bytes) is refused before either read: only a regular file is read
+    (jobs.core.fs.read_regular)."""
     from audit.commands.closeout import resolve_charter
-    from jobs.errors import InputError
+    from jobs.core.errors import InputError
 
     frozen = b"# Charter: o/n loop1\nauthority: none\n"
     fifo = tmp_path / "charter.md"

@@ -30,7 +30,7 @@ from jobs.backlog import (
     write_task,
 )
 from jobs.backlog_edit import add_label, append_notes, remove_label, set_status, set_updated_date
-from jobs.fsutil import exclusive_lock
+from jobs.core.fs import exclusive_lock
 
 SUMMARY = ("verify-failed 2026-11-30T07:30:12Z: `just verify-disk` exited 1 after 12.4s "
            "(timeout 30m)\nlast lines of output:\n    disk usage 97% > 90%\n    it's \"bad\" "

@@ -30,7 +30,7 @@ HEAVY = ("sqlalchemy", "structlog", "git", "psutil", "apscheduler", "github")
 # NamedTuples), shutil (argparse's help width), socket (the host name).
 NOT_ON_THE_PATH = ("yaml", "dataclasses", "inspect", "shutil", "socket")
 ORCHESTRATION = ("jobs.verify", "jobs.ledger", "jobs.runner", "jobs.verify_task", "jobs.git",
-                 "jobs.logs")
+                 "jobs.core.logs")
 
 
 def loaded(*argv: str) -> set[str]:
@@ -59,7 +59,8 @@ def test_help_and_version_load_nothing_of_the_commands() -> None:
         modules = loaded(*argv)
         assert not roots(modules) & {*HEAVY, "yaml"}, argv
         assert not [m for m in modules if m.startswith("jobs.") and m not in
-                    ("jobs.main", "jobs.errors", "jobs.version")], argv
+                    ("jobs.main", "jobs.core", "jobs.core.cli", "jobs.core.errors",
+                     "jobs.core.version")], argv
 
 
 def test_help_loads_no_typing_pathlib_dataclasses_shutil_or_yaml() -> None:

@@ -17,9 +17,9 @@ from jobs.config import (
     with_repos,
     with_timeout,
 )
-from jobs.durations import format_duration, parse_duration
-from jobs.errors import ConfigError
-from jobs.logs import configure_logging, get_logger
+from jobs.core.durations import format_duration, parse_duration
+from jobs.core.errors import ConfigError
+from jobs.core.logs import configure_logging, get_logger
 
 
 def git_repo(path: Path) -> Path:
@@ -226,7 +226,7 @@ def test_default_machine_is_the_host_name_socket_gives() -> None:
     machine exactly as socket.gethostname() does."""
     import socket
 
-    from jobs.config import default_machine
+    from jobs.core.host import default_machine
 
     assert default_machine() == (socket.gethostname().strip().removesuffix(".local")
                                  or "localhost")

@@ -11,7 +11,7 @@ import yaml
 from pg_helpers import PgServer
 from verify_helpers import make_verify_repo
 
-from jobs.errors import LoopError
+from jobs.core.errors import LoopError
 from jobs.ledger import Attempt, Ledger, LedgerError
 
 

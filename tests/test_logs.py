@@ -16,9 +16,9 @@ import yaml
 from verify_helpers import make_verify_repo
 
 from jobs.config import load_config
-from jobs.errors import ConfigError
-from jobs.logs import EVENT_NAME, LABEL_FIELDS, configure_logging, get_logger, library_event
-from jobs.retention import prune_outputs
+from jobs.core.errors import ConfigError
+from jobs.core.logs import EVENT_NAME, LABEL_FIELDS, configure_logging, get_logger, library_event
+from jobs.core.statedir import prune_outputs
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # A label value Loki takes well: short, no path separators, no spaces or control characters.

@@ -30,7 +30,7 @@ from runner_helpers import (
 )
 
 import jobs.proctree
-from jobs.fsutil import exclusive_lock
+from jobs.core.fs import exclusive_lock
 from jobs.runner import RecipeResult, run_recipe
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inspects /proc")

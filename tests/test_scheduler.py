@@ -23,6 +23,7 @@ from scheduler_helpers import (
 )
 
 from jobs.config import Config
+from jobs.core.logs import configure_logging
 from jobs.daily import DailyTrigger
 from jobs.jobstore import (
     JOB_ID,
@@ -31,7 +32,6 @@ from jobs.jobstore import (
     daily_trigger,
     stored_next_run,
 )
-from jobs.logs import configure_logging
 from jobs.scheduler import ServeBusy, serve, serve_lock
 
 

@@ -19,8 +19,8 @@ from scheduler_helpers import InProcessServe, log_events, seed_store, wait_for
 from verify_helpers import ROOT, VerifyRepo, make_verify_repo
 
 from jobs.config import load_config
+from jobs.core.logs import configure_logging
 from jobs.jobstore import stored_next_run
-from jobs.logs import configure_logging
 from jobs.scheduler import run_daily_verification
 
 

@@ -10,7 +10,7 @@ import yaml
 from verify_helpers import make_verify_repo
 
 from jobs.config import load_config, with_repos
-from jobs.errors import ConfigError
+from jobs.core.errors import ConfigError
 
 TODAY = ("--today", "2026-11-30")
 

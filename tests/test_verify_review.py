@@ -15,8 +15,8 @@ import yaml
 from verify_helpers import ROOT, kill_marked, make_verify_repo, marked_pids, start_verify, wait_for
 
 from jobs.config import load_config
-from jobs.durations import parse_duration
-from jobs.errors import ConfigError
+from jobs.core.durations import parse_duration
+from jobs.core.errors import ConfigError
 from jobs.main import main as verify_main
 
 

@@ -18,7 +18,7 @@ import pytest
 from verify_helpers import JUSTFILE, VerifyRepo, make_verify_repo
 
 from jobs.backlog import parse_task
-from jobs.fsutil import exclusive_lock
+from jobs.core.fs import exclusive_lock
 
 TODAY = ("--today", "2026-11-30")
 

@@ -24,7 +24,7 @@ from audit.snapshot import (
     take_snapshot,
 )
 from audit.snapshot_file import load_snapshot
-from jobs.errors import EXIT_FAILED, EXIT_OK, UsageError
+from jobs.core.errors import EXIT_FAILED, EXIT_OK, UsageError
 
 
 def main(*, command: str, repo: str, run_dir: str | None, charter: str | None = None) -> int:

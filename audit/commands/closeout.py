@@ -42,8 +42,8 @@ from audit.rundir import (
 )
 from audit.snapshot import take_snapshot
 from audit.snapshot_file import load_snapshot
-from jobs.errors import InputError, UsageError
-from jobs.fsutil import atomic_write
+from jobs.core.errors import InputError, UsageError
+from jobs.core.fs import atomic_write
 
 
 def closeout(*, run_dir: str | None, charter: str | None, push_log: str | None, as_json: bool,

@@ -9,7 +9,7 @@ from pathlib import Path
 from audit import hook
 from audit.rundir import ENV_VAR
 from audit.snapshot import require_repository
-from jobs.errors import EXIT_OK
+from jobs.core.errors import EXIT_OK
 
 
 def main(*, action: str, repo: str, run_dir: str | None) -> int:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from audit.pushlog import append_push, is_sha
 from audit.rundir import resolve_run_dir
-from jobs.errors import EXIT_OK, UsageError
+from jobs.core.errors import EXIT_OK, UsageError
 
 SOURCE = "record-push"
 

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from audit.rundir import REPORT_JSON, REPORT_TXT, resolve_run_dir, run_lock
-from jobs.errors import InputError, UsageError
-from jobs.fsutil import read_regular
+from jobs.core.errors import InputError, UsageError
+from jobs.core.fs import read_regular
 
 EXIT_BY_VERDICT = {"pass": 0, "fail": 1, "could_not_check": 3}
 

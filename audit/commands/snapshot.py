@@ -7,7 +7,7 @@ from pathlib import Path
 
 from audit.rundir import write_json
 from audit.snapshot import require_repository, snapshot_complete, summarize, take_snapshot
-from jobs.errors import EXIT_OK
+from jobs.core.errors import EXIT_OK
 
 
 def main(*, out: str, repos: list[str]) -> int:

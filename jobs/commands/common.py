@@ -7,7 +7,7 @@ import re
 from datetime import date
 
 from jobs.config import Config, find_config_path, load_config, with_repos
-from jobs.errors import EXIT_UNCHECKED, LoopError, UsageError
+from jobs.core.errors import EXIT_UNCHECKED, LoopError, UsageError
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)
 
@@ -57,7 +57,7 @@ def check_log_file(config: Config) -> None:
 
 def start_logging(config: Config, *, console: bool | None = None) -> None:
     """Open the JSON log; one that cannot be written stops the verb with one line, no traceback."""
-    from jobs.logs import configure_logging
+    from jobs.core.logs import configure_logging
 
     try:
         configure_logging(config.log_file, console=console, machine=config.machine)

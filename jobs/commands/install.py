@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from jobs.config import load_config
-from jobs.errors import EXIT_FAILED, LoopError
+from jobs.core.errors import EXIT_FAILED, LoopError
 from jobs.schedule_install import (
     install_launchagent,
     install_systemd,

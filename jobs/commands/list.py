@@ -11,10 +11,11 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from jobs import backlog, eligibility, errors
+from jobs import backlog, eligibility
 from jobs.commands.common import check_log_file, no_repos_hint, parse_date
 from jobs.config import load_config, with_repos
-from jobs.errors import EXIT_OK, EXIT_UNCHECKED, UsageError
+from jobs.core import errors
+from jobs.core.errors import EXIT_OK, EXIT_UNCHECKED, UsageError
 from jobs.output import emit, one_line, repo_names
 
 if TYPE_CHECKING:

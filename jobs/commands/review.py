@@ -12,12 +12,12 @@ from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 
 from jobs.config import expand_user, load_config
-from jobs.errors import UsageError
-from jobs.fsutil import atomic_write
+from jobs.core.errors import UsageError
+from jobs.core.fs import atomic_write
+from jobs.core.logs import configure_logging
+from jobs.core.statedir import RUNS_DIR
 from jobs.ledger import VERDICTS
 from jobs.ledger_audit import AUDIT_VERDICTS, AuditFinding, AuditRun
-from jobs.logs import configure_logging
-from jobs.retention import RUNS_DIR
 from jobs.review.html import render_html
 from jobs.review.links import LocalSites, Site, site_for_github_remote, site_for_url
 from jobs.review.local import OutputReader, task_title

@@ -14,7 +14,7 @@ from types import FrameType
 from jobs import verify
 from jobs.commands.common import no_repos_hint, parse_date, setup
 from jobs.config import with_timeout
-from jobs.errors import UsageError
+from jobs.core.errors import UsageError
 from jobs.output import emit, format_line
 
 

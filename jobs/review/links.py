@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from audit.github import github_hosts
-from audit.urls import github_remote
+from jobs.core.urls import github_remote
 
 _WEB_ALIASES = {"www.github.com": "github.com", "ssh.github.com": "github.com"}
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from jobs.fsutil import read_regular
+from jobs.core.fs import read_regular
 from jobs.review.model import OutputView
 from jobs.review.query import AttemptRow
 

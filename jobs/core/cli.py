@@ -1,9 +1,12 @@
-"""Expected failures and the one place that turns them into a message and an exit code."""
+"""The one place that turns a command's failures into a message and an exit code, for both CLIs."""
 
 from __future__ import annotations
 
 import sys
 from functools import wraps
+
+from jobs.core import errors
+from jobs.core.errors import EXIT_UNCHECKED, LoopError
 
 # typing.TYPE_CHECKING without importing typing, pathlib and ParamSpec, which would cost
 # `--help` milliseconds at start-up: they are needed only by the type checker (which reads
@@ -11,63 +14,9 @@ from functools import wraps
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from pathlib import Path
     from typing import ParamSpec
 
     P = ParamSpec("P")
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-EXIT_UNCHECKED = 3
-
-
-class LoopError(Exception):
-    """An expected failure: printed as one line, never as a traceback."""
-
-    exit_code = EXIT_USAGE
-
-    def __init__(self, message: str, exit_code: int | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        if exit_code is not None:
-            self.exit_code = exit_code
-
-    def __str__(self) -> str:
-        return self.message
-
-
-class UsageError(LoopError):
-    """Bad command line, missing run directory and the like (exit 2)."""
-
-
-class ConfigError(UsageError):
-    """A configuration value that cannot be used; names the file, the key and the value."""
-
-    def __init__(self, path: Path | str, key: str, value: object, problem: str) -> None:
-        self.path = str(path)
-        self.key = key
-        self.value = value
-        super().__init__(f"{path}: {key}: {problem} (got {value!r})")
-
-
-class InputError(LoopError):
-    """A malformed input file, reported with its path and, where known, its line."""
-
-    def __init__(self, path: Path | str, message: str, line: int | None = None,
-                 exit_code: int | None = None) -> None:
-        self.path = str(path)
-        self.line = line
-        where = f"{path}:{line}" if line is not None else str(path)
-        super().__init__(f"{where}: {message}", exit_code)
-
-
-# The log file a crash is written to when the verb had not opened the log yet (`list` opens it
-# only then); set by the verb's setup once the configuration names it.
-crash_log: Path | None = None
-# The running command's name (`loop-verify`, `loop-pi-audit`), for a message printed outside
-# `cli_entry` (the log file failing mid-run); set by `cli_entry`.
-program = "loop-jobs"
 
 
 def log_unexpected(prog: str, exc: BaseException) -> None:
@@ -79,12 +28,12 @@ def log_unexpected(prog: str, exc: BaseException) -> None:
             # The verb never opened the log (`list` opens it only now), or failed before it
             # did: open the one the configuration names, if it was read; an unconfigured
             # structlog would print the event to stdout.
-            if crash_log is None:
+            if errors.crash_log is None:
                 return
-            from jobs.logs import configure_logging
+            from jobs.core.logs import configure_logging
 
-            configure_logging(crash_log, console=False)
-        from jobs.logs import get_logger
+            configure_logging(errors.crash_log, console=False)
+        from jobs.core.logs import get_logger
 
         get_logger(prog).error("cli.unexpected_error", exc_type=type(exc).__name__,
                                error=str(exc), exc_info=exc)
@@ -99,8 +48,7 @@ def cli_entry(prog: str) -> Callable[[Callable[P, int]], Callable[P, int]]:
     def decorate(fn: Callable[P, int]) -> Callable[P, int]:
         @wraps(fn)
         def wrapper(*args: P.args, **kwargs: P.kwargs) -> int:
-            global program
-            program = prog
+            errors.program = prog
             try:
                 return fn(*args, **kwargs)
             except LoopError as exc:

@@ -72,7 +72,7 @@ def _add_identity(_logger: Any, _method: str,
     if not _Identity.run_id:
         _Identity.run_id = new_run_id()
     if not _Identity.machine:
-        from jobs.config import default_machine
+        from jobs.core.host import default_machine
 
         _Identity.machine = default_machine()
     event_dict.setdefault("machine", _Identity.machine)
@@ -132,7 +132,7 @@ class _LogFile(logging.handlers.WatchedFileHandler):
         self.told = True
         exc = sys.exc_info()[1]
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-        from jobs import errors
+        from jobs.core import errors
 
         with contextlib.suppress(Exception):
             print(f"{errors.program}: cannot write the log file {self.baseFilename}: {why}; "

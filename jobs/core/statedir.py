@@ -6,7 +6,7 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
-from jobs.logs import get_logger
+from jobs.core.logs import get_logger
 
 log = get_logger("loop-jobs.retention")
 
