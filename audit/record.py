@@ -25,7 +25,7 @@ def record_audit(config_arg: str | None, *, command: str, run_dir: Path | None,
                  findings: Sequence[Finding], charter_sha256: str | None) -> None:
     """Write the run and its findings to the configured ledger; never raises, never exits."""
     # Imported here: closeout without a ledger to write must not pay for SQLAlchemy.
-    from jobs.config import find_config_path, load_config
+    from jobs.config.load import find_config_path, load_config
 
     path, _named = find_config_path(config_arg, os.environ)
     try:

@@ -16,7 +16,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import STATE_STOPPED
 from apscheduler.triggers.base import BaseTrigger
 
-from jobs.config import Config
+from jobs.config.load import Config
 from jobs.core.logs import get_logger
 from jobs.daily import DailyTrigger
 

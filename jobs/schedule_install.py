@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from jobs.config import Config
+from jobs.config.load import Config
 from jobs.core.errors import EXIT_FAILED, LoopError, UsageError
 from jobs.core.fs import atomic_write
 from jobs.schedule_units import (

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
-from jobs.config import Config, load_config
+from jobs.config.load import Config, load_config
 from jobs.core.errors import LoopError
 from jobs.ledger import redact_url
 from jobs.schedule_install import (

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, time, timedelta, tzinfo
 from pathlib import Path
 from typing import Any
 
-from jobs.config import Config
+from jobs.config.load import Config
 from jobs.core.errors import LoopError
 
 LABEL = "dev.loop-jobs.verify"
@@ -65,7 +65,7 @@ def next_fire_time(hour: int, minute: int, zone: tzinfo, now: datetime) -> datet
 
 
 def local_machine_zone() -> tzinfo:
-    from jobs.config import local_zone
+    from jobs.config.load import local_zone
     from jobs.jobstore import machine_zone
 
     return machine_zone(local_zone())

@@ -44,7 +44,7 @@ from apscheduler.events import (
 )
 from apscheduler.triggers.base import BaseTrigger
 
-from jobs.config import Config, load_config
+from jobs.config.load import Config, load_config
 from jobs.core.errors import EXIT_UNCHECKED, LoopError
 from jobs.core.fs import LockBusy, exclusive_lock
 from jobs.core.logs import get_logger

@@ -19,7 +19,7 @@ from functools import partial
 import structlog
 
 from jobs import backlog, claims, eligibility, git, readiness, runner
-from jobs.config import Config, RepoConfig
+from jobs.config.load import Config, RepoConfig
 from jobs.core import statedir as retention
 from jobs.core.errors import EXIT_FAILED, EXIT_OK, EXIT_UNCHECKED, LoopError
 from jobs.core.fs import LockBusy, exclusive_lock

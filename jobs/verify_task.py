@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from jobs import backlog, drift, edit_plan, eligibility, git, kept, runner, verdicts
-from jobs.config import Config, RepoConfig
+from jobs.config.load import Config, RepoConfig
 from jobs.core.fs import atomic_write
 from jobs.core.logs import get_logger
 from jobs.ledger import Attempt, Ledger

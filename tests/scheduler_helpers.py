@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 from apscheduler.triggers.base import BaseTrigger
 
-from jobs.config import Config, load_config
+from jobs.config.load import Config, load_config
 from jobs.jobstore import JOB_ID, JobFunc, build_scheduler, daily_trigger, ensure_job
 
 

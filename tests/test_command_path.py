@@ -26,7 +26,7 @@ print(json.dumps(sorted(sys.modules)))
 """
 HEAVY = ("sqlalchemy", "structlog", "git", "psutil", "apscheduler", "github")
 # Modules the command path does without (each costs start-up milliseconds): PyYAML for a
-# configuration in the common shapes (jobs.config_fast), dataclasses and inspect (the records are
+# configuration in the common shapes (jobs.config.fast), dataclasses and inspect (the records are
 # NamedTuples), shutil (argparse's help width), socket (the host name).
 NOT_ON_THE_PATH = ("yaml", "dataclasses", "inspect", "shutil", "socket")
 ORCHESTRATION = ("jobs.verify", "jobs.ledger", "jobs.runner", "jobs.verify_task", "jobs.git",

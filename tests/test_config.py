@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.config import (
+from jobs.config.load import (
     DEFAULT_KILL_GRACE,
     DEFAULT_TIMEOUT,
     load_config,

@@ -17,8 +17,8 @@ from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobs.config import REPO_KEYS, TOP_KEYS, _key_lines, _plain_text, load_config
-from jobs.config_fast import read_simple
+from jobs.config.fast import read_simple
+from jobs.config.load import REPO_KEYS, TOP_KEYS, _key_lines, _plain_text, load_config
 
 # Scalars YAML 1.1 reads as something other than text, or only just as text.
 TRICKY = ["yes", "No", "ON", "off", "true", "FALSE", "null", "Null", "~", "", "0", "00", "07",

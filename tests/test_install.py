@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from scheduler_helpers import write_config
 
-from jobs.config import Config
+from jobs.config.load import Config
 from jobs.main import main
 from jobs.schedule_install import (
     Check,

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from verify_helpers import make_verify_repo
 
-from jobs.config import load_config
+from jobs.config.load import load_config
 from jobs.core.errors import ConfigError
 from jobs.core.logs import EVENT_NAME, LABEL_FIELDS, configure_logging, get_logger, library_event
 from jobs.core.statedir import prune_outputs

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.config import load_config
+from jobs.config.load import load_config
 from jobs.schedule_install import (
     install_launchagent,
     install_systemd,

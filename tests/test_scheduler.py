@@ -22,7 +22,7 @@ from scheduler_helpers import (
     zone_config,
 )
 
-from jobs.config import Config
+from jobs.config.load import Config
 from jobs.core.logs import configure_logging
 from jobs.daily import DailyTrigger
 from jobs.jobstore import (

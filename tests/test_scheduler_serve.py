@@ -18,7 +18,7 @@ from apscheduler.triggers.cron import CronTrigger
 from scheduler_helpers import InProcessServe, log_events, seed_store, wait_for
 from verify_helpers import ROOT, VerifyRepo, make_verify_repo
 
-from jobs.config import load_config
+from jobs.config.load import load_config
 from jobs.core.logs import configure_logging
 from jobs.jobstore import stored_next_run
 from jobs.scheduler import run_daily_verification

@@ -18,7 +18,7 @@ import pytest
 from verify_helpers import VerifyRepo, kill_marked, make_verify_repo, marked_pids, start_verify
 
 from jobs import git
-from jobs.config import load_config
+from jobs.config.load import load_config
 from jobs.ledger import Attempt, Ledger
 from jobs.main import main as verify_main
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 from verify_helpers import make_verify_repo
 
-from jobs.config import load_config, with_repos
+from jobs.config.load import load_config, with_repos
 from jobs.core.errors import ConfigError
 
 TODAY = ("--today", "2026-11-30")

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from verify_helpers import ROOT, kill_marked, make_verify_repo, marked_pids, start_verify, wait_for
 
-from jobs.config import load_config
+from jobs.config.load import load_config
 from jobs.core.durations import parse_duration
 from jobs.core.errors import ConfigError
 from jobs.main import main as verify_main

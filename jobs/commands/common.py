@@ -6,7 +6,7 @@ import os
 import re
 from datetime import date
 
-from jobs.config import Config, find_config_path, load_config, with_repos
+from jobs.config.load import Config, find_config_path, load_config, with_repos
 from jobs.core.errors import EXIT_UNCHECKED, LoopError, UsageError
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}", re.ASCII)

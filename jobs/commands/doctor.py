@@ -8,7 +8,7 @@ from pathlib import Path
 
 from jobs import backlog, git, readiness, runner
 from jobs.commands.common import no_repos_hint, setup
-from jobs.config import Config, find_config_path
+from jobs.config.load import Config, find_config_path
 from jobs.core.errors import EXIT_FAILED, EXIT_OK
 from jobs.ledger import Ledger, LedgerError
 from jobs.schedule_install import Check

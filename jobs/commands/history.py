@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from jobs.commands.common import parse_date, setup
-from jobs.config import expand_user
+from jobs.config.load import expand_user
 from jobs.ledger import Ledger, iso_utc
 from jobs.output import emit, format_line, one_line, repo_names
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobs.config import load_config
+from jobs.config.load import load_config
 from jobs.core.errors import EXIT_FAILED, LoopError
 from jobs.schedule_install import (
     install_launchagent,

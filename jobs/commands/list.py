@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from jobs import backlog, eligibility
 from jobs.commands.common import check_log_file, no_repos_hint, parse_date
-from jobs.config import load_config, with_repos
+from jobs.config.load import load_config, with_repos
 from jobs.core import errors
 from jobs.core.errors import EXIT_OK, EXIT_UNCHECKED, UsageError
 from jobs.output import emit, one_line, repo_names
@@ -21,7 +21,7 @@ from jobs.output import emit, one_line, repo_names
 if TYPE_CHECKING:
     from datetime import date
 
-    from jobs.config import Config
+    from jobs.config.load import Config
 
 
 def main(*, config_path: str | None, repos: list[str] | None, today: str | None,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 
-from jobs.config import expand_user, load_config
+from jobs.config.load import expand_user, load_config
 from jobs.core.errors import UsageError
 from jobs.core.fs import atomic_write
 from jobs.core.logs import configure_logging

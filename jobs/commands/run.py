@@ -13,7 +13,7 @@ from types import FrameType
 
 from jobs import verify
 from jobs.commands.common import no_repos_hint, parse_date, setup
-from jobs.config import with_timeout
+from jobs.config.load import with_timeout
 from jobs.core.errors import UsageError
 from jobs.output import emit, format_line
 

@@ -6,7 +6,7 @@ import os
 
 from jobs import exe
 from jobs.commands.common import start_logging
-from jobs.config import load_config
+from jobs.config.load import load_config
 from jobs.scheduler import serve
 
 

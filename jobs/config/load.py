@@ -10,7 +10,7 @@ from datetime import UTC, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from jobs.config_fast import read_simple
+from jobs.config.fast import read_simple
 from jobs.core.durations import parse_duration, parse_retention
 from jobs.core.errors import ConfigError, UsageError
 from jobs.core.host import default_log_file, default_machine, default_state_dir, home_dir
@@ -134,7 +134,7 @@ def _read_yaml(path: Path, text: str) -> tuple[Any, dict[str, int], str | None]:
         line = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
         raise ConfigError(path, "config", str(path), f"not valid YAML{line}: {problem}") from None
-    from jobs.config_yaml import repeated_key, value_at
+    from jobs.config.yaml_keys import repeated_key, value_at
 
     repeated = repeated_key(node)
     if repeated is not None:

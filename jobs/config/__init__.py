@@ -1,0 +1,1 @@
+"""The configuration file: where it is, what it may hold, and how each value is checked."""
