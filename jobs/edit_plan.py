@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from jobs import backlog, eligibility, verdicts
+from jobs import eligibility, verdicts
+from jobs.backlog import scan as backlog
 
 
 def sha256(data: bytes) -> str:

@@ -8,7 +8,7 @@ from datetime import date, datetime, tzinfo
 from functools import lru_cache
 from typing import NamedTuple
 
-from jobs.task import BacklogConfig, Task
+from jobs.backlog.task import BacklogConfig, Task
 
 DUE, WAITING, REFUSED, NOT_DONE = "due", "waiting", "refused", "not done"
 
@@ -26,7 +26,8 @@ def today_in(zone: tzinfo) -> date:
     return datetime.now(zone).date()
 
 
-# A NamedTuple rather than a dataclass, as in jobs.task: it keeps `dataclasses` off `list`'s path.
+# A NamedTuple rather than a dataclass, as in jobs.backlog.task: it keeps `dataclasses` off
+# `list`'s path.
 class Classified(NamedTuple):
     task: Task
     state: str

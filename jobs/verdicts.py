@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from jobs import backlog_edit
+from jobs.backlog import edit as backlog_edit
 from jobs.core.durations import format_duration
 from jobs.tail import TAIL_BYTES, TAIL_LINES
 from jobs.verdict import Verdict

@@ -18,7 +18,8 @@ from functools import partial
 
 import structlog
 
-from jobs import backlog, claims, eligibility, git, readiness, runner
+from jobs import claims, eligibility, git, readiness, runner
+from jobs.backlog import scan as backlog
 from jobs.config.load import Config, RepoConfig
 from jobs.core import statedir as retention
 from jobs.core.errors import EXIT_FAILED, EXIT_OK, EXIT_UNCHECKED, LoopError

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from jobs import git, kept, readiness, recovery
-from jobs.backlog import write_task
+from jobs.backlog.scan import write_task
 from jobs.core.logs import get_logger
 from jobs.edit_plan import sha256
 from jobs.ledger import Attempt

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from jobs import backlog, drift, edit_plan, eligibility, git, kept, runner, verdicts
+from jobs import drift, edit_plan, eligibility, git, kept, runner, verdicts
+from jobs.backlog import scan as backlog
 from jobs.config.load import Config, RepoConfig
 from jobs.core.fs import atomic_write
 from jobs.core.logs import get_logger

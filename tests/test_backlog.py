@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 from backlog_helpers import CLI_TASK, CONFIG_YML, make_backlog
 
-from jobs.backlog import (
+from jobs.backlog.edit import (
+    add_label,
+    append_notes,
+    remove_label,
+    set_status,
+    set_updated_date,
+    yaml_scalar,
+)
+from jobs.backlog.scan import (
     VERIFY_LABEL,
     BacklogConfig,
     BacklogError,
@@ -21,14 +29,6 @@ from jobs.backlog import (
     read_task,
     scan,
     write_task,
-)
-from jobs.backlog_edit import (
-    add_label,
-    append_notes,
-    remove_label,
-    set_status,
-    set_updated_date,
-    yaml_scalar,
 )
 
 WHEN = datetime(2026, 11, 30, 7, 31, 12, tzinfo=UTC)

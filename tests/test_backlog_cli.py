@@ -22,14 +22,14 @@ from pathlib import Path
 import pytest
 from backlog_helpers import backlog_cli, git, run_cli
 
-from jobs.backlog import (
+from jobs.backlog.edit import add_label, append_notes, remove_label, set_status, set_updated_date
+from jobs.backlog.scan import (
     Scan,
     Task,
     read_task,
     scan,
     write_task,
 )
-from jobs.backlog_edit import add_label, append_notes, remove_label, set_status, set_updated_date
 from jobs.core.fs import exclusive_lock
 
 SUMMARY = ("verify-failed 2026-11-30T07:30:12Z: `just verify-disk` exited 1 after 12.4s "

@@ -18,8 +18,8 @@ from test_backlog_fastpath import (
     yaml_view,
 )
 
-from jobs.backlog import read_config
-from jobs.frontmatter_fast import fast_config
+from jobs.backlog.frontmatter_fast import fast_config
+from jobs.backlog.scan import read_config
 
 GOOD = st.sampled_from([
     'project_name: "Loop Verify Fixture"', 'default_status: "To Do"',

@@ -21,13 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from jobs.backlog import (
+from jobs.backlog.edit import add_label, remove_label, set_status, set_updated_date
+from jobs.backlog.scan import (
     FRONTMATTER_RE,
     Task,
     parse_task,
     scan,
 )
-from jobs.backlog_edit import add_label, remove_label, set_status, set_updated_date
 
 CORPORA = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora" / "backlog"
 WHEN = datetime(2026, 11, 30, 7, 30, tzinfo=UTC)

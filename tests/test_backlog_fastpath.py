@@ -18,8 +18,8 @@ from budget import examples
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import jobs.backlog as backlog_module
-from jobs.backlog import (
+import jobs.backlog.scan as backlog_module
+from jobs.backlog.scan import (
     FRONTMATTER_RE,
     FrontmatterYAMLError,
     TaskParseError,
@@ -34,7 +34,7 @@ from jobs.backlog import (
     scan,
     split_frontmatter,
 )
-from jobs.task import verify_cmd_lines
+from jobs.backlog.task import verify_cmd_lines
 
 FIXTURES = Path(__file__).resolve().parent.parent / "backlog-fixtures"
 CORPORA = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora" / "backlog"

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from backlog_helpers import backlog_cli, git, run_cli
 
-from jobs.backlog import (
+from jobs.backlog.edit import add_label, append_notes, remove_label, set_status, set_updated_date
+from jobs.backlog.scan import (
     read_task,
     scan,
     write_task,
 )
-from jobs.backlog_edit import add_label, append_notes, remove_label, set_status, set_updated_date
 
 FIXTURES = Path(__file__).resolve().parent.parent / "backlog-fixtures"
 WHEN = datetime(2026, 11, 30, 7, 30, 45, tzinfo=UTC)

@@ -20,10 +20,8 @@ from budget import examples
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jobs.backlog import (
-    parse_task,
-)
-from jobs.backlog_edit import (
+from jobs.backlog.document import join_lines, split_lines
+from jobs.backlog.edit import (
     add_label,
     append_notes,
     normalize_note,
@@ -32,7 +30,9 @@ from jobs.backlog_edit import (
     set_updated_date,
     yaml_scalar,
 )
-from jobs.task_doc import join_lines, split_lines
+from jobs.backlog.scan import (
+    parse_task,
+)
 
 LABEL_CHARS = "abcXYZ019-_:@#'\" .ü/&!*?%"
 label_text = st.text(alphabet=LABEL_CHARS, min_size=1, max_size=10).filter(

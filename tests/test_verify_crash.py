@@ -44,7 +44,7 @@ from verify_helpers import (
     wait_for,
 )
 
-from jobs.backlog import parse_task
+from jobs.backlog.scan import parse_task
 
 TODAY = ("--today", "2026-11-30")
 

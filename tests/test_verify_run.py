@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from verify_helpers import JUSTFILE, VerifyRepo, make_verify_repo
 
-from jobs.backlog import parse_task
+from jobs.backlog.scan import parse_task
 from jobs.core.fs import exclusive_lock
 
 TODAY = ("--today", "2026-11-30")

@@ -6,7 +6,8 @@ import os
 import shutil
 from pathlib import Path
 
-from jobs import backlog, git, readiness, runner
+from jobs import git, readiness, runner
+from jobs.backlog import scan as backlog
 from jobs.commands.common import no_repos_hint, setup
 from jobs.config.load import Config, find_config_path
 from jobs.core.errors import EXIT_FAILED, EXIT_OK

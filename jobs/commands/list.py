@@ -11,7 +11,8 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from jobs import backlog, eligibility
+from jobs import eligibility
+from jobs.backlog import scan as backlog
 from jobs.commands.common import check_log_file, no_repos_hint, parse_date
 from jobs.config.load import load_config, with_repos
 from jobs.core import errors

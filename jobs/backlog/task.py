@@ -15,15 +15,15 @@ import stat
 from pathlib import Path
 from typing import NamedTuple
 
-from jobs.core.errors import InputError, LoopError
-from jobs.frontmatter import (
+from jobs.backlog.frontmatter import (
     NULLS,
     FrontmatterYAMLError,
     is_null,
     load_frontmatter,
     split_frontmatter,
 )
-from jobs.frontmatter_fast import fast_config, fast_fields
+from jobs.backlog.frontmatter_fast import fast_config, fast_fields
+from jobs.core.errors import InputError, LoopError
 
 VERIFY_LABEL = re.compile(r"^verify:(\d{4}-\d{2}-\d{2})$")
 DEFAULT_STATUSES: tuple[str, ...] = ("To Do", "In Progress", "Done")

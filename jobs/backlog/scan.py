@@ -15,8 +15,9 @@ exception). Ids that name the same task (compared as the CLI does: case-insensit
 as numbers, so TASK-1 == task-01) in more than one file are all reported as errors: the CLI
 refuses to edit an ambiguous id, and so do we.
 
-The model and one-file reading live in `jobs.task`, the YAML reading in `jobs.frontmatter`, the
-edits in `jobs.backlog_edit`; the names most callers need are re-exported here.
+The model and one-file reading live in `jobs.backlog.task`, the YAML reading in
+`jobs.backlog.frontmatter`, the edits in `jobs.backlog.edit`; the names most callers need are
+re-exported here.
 """
 
 # Annotations are evaluated here (no `from __future__ import annotations`): a NamedTuple
@@ -28,7 +29,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import NamedTuple
 
-from jobs.frontmatter import (
+from jobs.backlog.frontmatter import (
     FRONTMATTER_RE,
     NULLS,
     FrontmatterYAMLError,
@@ -38,7 +39,7 @@ from jobs.frontmatter import (
     prequote_at_values,
     split_frontmatter,
 )
-from jobs.frontmatter_fast import (
+from jobs.backlog.frontmatter_fast import (
     FM_NAMES,
     bulk,
     canonical,
@@ -46,8 +47,8 @@ from jobs.frontmatter_fast import (
     fast_frontmatter,
     has_odd,
 )
-from jobs.frontmatter_fast import scalar as _scalar
-from jobs.task import (
+from jobs.backlog.frontmatter_fast import scalar as _scalar
+from jobs.backlog.task import (
     CHUNK,
     DEFAULT_STATUSES,
     MAX_TASK_BYTES,

@@ -37,9 +37,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from jobs.frontmatter import FrontmatterYAMLError, is_null, load_yaml
-from jobs.task import TaskEditError
-from jobs.task_doc import (
+from jobs.backlog.document import (
     KEY_PATTERN,
     Doc,
     Line,
@@ -51,8 +49,10 @@ from jobs.task_doc import (
     key_spans,
     parse_doc,
 )
-from jobs.task_notes import append_notes, defang_note, normalize_note
-from jobs.yaml_quote import yaml_scalar
+from jobs.backlog.frontmatter import FrontmatterYAMLError, is_null, load_yaml
+from jobs.backlog.notes import append_notes, defang_note, normalize_note
+from jobs.backlog.task import TaskEditError
+from jobs.backlog.yaml_quote import yaml_scalar
 
 __all__ = ["CLI_DATE_FORMAT", "TaskEditError", "add_label", "append_notes", "defang_note",
            "format_like", "normalize_note", "remove_label", "set_status", "set_updated_date",

@@ -4,7 +4,7 @@ The CLI writes a small subset of YAML (one `key: value` per line, plain or quote
 `[]`/one-line flow lists, `- item` block lists, `>-` folded long values). The patterns here
 recognise exactly that subset and give the values the YAML loader would give; anything else
 (comments, nested maps, tabs, a `: ` inside a plain value, quoted keys, odd characters...) makes
-them answer None and the caller asks PyYAML (`jobs.frontmatter`). Tests check these readers
+them answer None and the caller asks PyYAML (`jobs.backlog.frontmatter`). Tests check these readers
 against PyYAML (corpora, fixtures, generated text).
 """
 

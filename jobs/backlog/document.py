@@ -13,14 +13,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jobs.frontmatter import (
+from jobs.backlog.frontmatter import (
     FRONTMATTER_RE,
     FrontmatterYAMLError,
     load_frontmatter,
     yaml_has_aliases,
 )
-from jobs.frontmatter_fast import fast_frontmatter
-from jobs.task import TaskEditError
+from jobs.backlog.frontmatter_fast import fast_frontmatter
+from jobs.backlog.task import TaskEditError
 
 
 @dataclass(slots=True)

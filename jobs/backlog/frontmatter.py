@@ -5,8 +5,8 @@ the labels the CLI writes (`yes`, `123` and a bare date stay text) and avoids YA
 guessing. A repeated key is an error, as in js-yaml. Bare `@name` assignee/reporter values are
 pre-quoted as the CLI does. Any valid YAML mapping is read: quoted and complex keys, flow
 mappings, anchors and aliases, tags. Frontmatter in the small subset the CLI writes is read by
-`jobs.frontmatter_fast` without PyYAML (it gives the values the loader would give); everything
-else falls back to PyYAML, which also words the errors. PyYAML is imported on first use.
+`jobs.backlog.frontmatter_fast` without PyYAML (it gives the values the loader would give);
+everything else falls back to PyYAML, which also words the errors. PyYAML is imported on first use.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from jobs.frontmatter_fast import fast_frontmatter
+from jobs.backlog.frontmatter_fast import fast_frontmatter
 
 # Frontmatter as the CLI finds it (optional BOM; the closing fence must end its line).
 FRONTMATTER_RE = re.compile(r"^\ufeff?---\r?\n(.*?)\r?\n---(\r?\n|$)", re.DOTALL)

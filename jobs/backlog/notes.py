@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from jobs.task import TaskEditError
-from jobs.task_doc import Doc, Line, check_edit, fm_dict, frontmatter_of, parse_doc
+from jobs.backlog.document import Doc, Line, check_edit, fm_dict, frontmatter_of, parse_doc
+from jobs.backlog.task import TaskEditError
 
 NOTES_BEGIN = "<!-- SECTION:NOTES:BEGIN -->"
 NOTES_END = "<!-- SECTION:NOTES:END -->"
