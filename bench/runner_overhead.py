@@ -3,8 +3,8 @@ it, and making sure nothing it started is left (one look at the process table af
 exit).
 
 Baseline: `just verify-noop` run N times with subprocess.run in a new session. Then the same N
-times through `jobs.runner.run_recipe`. Each is measured --rounds times; the best round counts
-(the machine's other load only ever adds time). Goal: <= 5 ms per recipe.
+times through `jobs.process.recipe.run_recipe`. Each is measured --rounds times; the best round
+counts (the machine's other load only ever adds time). Goal: <= 5 ms per recipe.
 
 Run:  .venv/bin/python bench/runner_overhead.py [--recipes N] [--rounds R] [--check]
 """
@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.path.insert(0, str(ROOT))
 
-from jobs.runner import run_recipe  # noqa: E402
+from jobs.process.recipe import run_recipe  # noqa: E402
 
 GOAL_MS = 5.0
 

@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
-from jobs import git
 from jobs.core.logs import get_logger
+from jobs.git import repo as git
 from jobs.ledger import Attempt, Ledger, claims, first_line, iso_utc, naive_utc
 
 log = get_logger("loop-jobs.claims")

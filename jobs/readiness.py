@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobs.git import CommitFacts, WorkTreeState
+from jobs.git.repo import CommitFacts, WorkTreeState
 
 SHOWN_PATHS = 5
 

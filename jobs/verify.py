@@ -18,15 +18,17 @@ from functools import partial
 
 import structlog
 
-from jobs import claims, eligibility, git, readiness, runner
+from jobs import claims, eligibility, readiness
 from jobs.backlog import scan as backlog
 from jobs.config.load import Config, RepoConfig
 from jobs.core import statedir as retention
 from jobs.core.errors import EXIT_FAILED, EXIT_OK, EXIT_UNCHECKED, LoopError
 from jobs.core.fs import LockBusy, exclusive_lock
 from jobs.core.logs import get_logger
+from jobs.git import repo as git
 from jobs.ledger import Attempt, Ledger
 from jobs.output import format_line, repo_name, repo_names
+from jobs.process import recipe as runner
 from jobs.spool import SPOOL_DIR
 from jobs.verdict import FAILING, UNCHECKED, Verdict
 from jobs.verify_recover import commit_kept, recover_pending

@@ -10,13 +10,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from jobs import drift, edit_plan, eligibility, git, kept, runner, verdicts
+from jobs import drift, edit_plan, eligibility, kept, verdicts
 from jobs.backlog import scan as backlog
 from jobs.config.load import Config, RepoConfig
 from jobs.core.fs import atomic_write
 from jobs.core.logs import get_logger
+from jobs.git import repo as git
 from jobs.ledger import Attempt, Ledger
 from jobs.output import shown
+from jobs.process import recipe as runner
 from jobs.verdict import Verdict
 
 log = get_logger("loop-verify")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jobs.runner import RecipeResult, run_recipe
+from jobs.process.recipe import RecipeResult, run_recipe
 
 JUST = str(Path(sys.prefix) / "bin" / "just")
 PYTHON = sys.executable

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from runner_helpers import JUST, PYTHON, after, recipe, write_justfile
 
-from jobs.runner import (
+from jobs.core.tail import read_tail
+from jobs.process.recipe import (
     TOKEN_VAR,
     JustfileInvalid,
     RecipeError,
@@ -22,7 +23,6 @@ from jobs.runner import (
     list_recipes,
     run_recipe,
 )
-from jobs.tail import read_tail
 
 
 def run(

@@ -20,8 +20,8 @@ import pytest
 from runner_helpers import JUST, marker, processes_with, recipe, write_justfile
 from verify_helpers import unshare_available
 
-from jobs.proctree import TOKEN_VAR
-from jobs.run_scope import SCOPE_DIR, Scope
+from jobs.process.scope import SCOPE_DIR, Scope
+from jobs.process.tree import TOKEN_VAR
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 OWNER = """
 import sys
 from pathlib import Path
-from jobs.run_scope import Scope
-from jobs.runner import run_recipe
+from jobs.process.scope import Scope
+from jobs.process.recipe import run_recipe
 root, state = Path(sys.argv[1]), Path(sys.argv[2])
 with Scope(state) as scope:
     run_recipe(root, root / "justfile", "verify-hang", timeout=300, kill_grace=1,

@@ -29,9 +29,9 @@ from runner_helpers import (
     zombie_children,
 )
 
-import jobs.proctree
+import jobs.process.tree
 from jobs.core.fs import exclusive_lock
-from jobs.runner import RecipeResult, run_recipe
+from jobs.process.recipe import RecipeResult, run_recipe
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inspects /proc")
 
@@ -244,7 +244,7 @@ def test_lock_descriptor_never_reaches_the_recipe(tmp_path: Path) -> None:
 def test_without_the_subreaper_every_escapee_is_still_killed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: list[str], expect: int
 ) -> None:
-    monkeypatch.setattr(jobs.proctree, "USE_SUBREAPER", False)
+    monkeypatch.setattr(jobs.process.tree, "USE_SUBREAPER", False)
     m = marker()
     obs = run_tree(tmp_path, [line.format(m=m, python=PYTHON) for line in body], m, expect)
     assert obs.result.outcome == "timed_out"
@@ -257,7 +257,7 @@ def test_without_the_subreaper_every_escapee_is_still_killed(
 def test_without_the_subreaper_a_passing_recipes_daemon_is_killed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(jobs.proctree, "USE_SUBREAPER", False)
+    monkeypatch.setattr(jobs.process.tree, "USE_SUBREAPER", False)
     m = marker()
     obs = run_tree(tmp_path, [f"sh -c '(setsid sleep {m} &) &'", SEEN], m, 1, timeout=30)
     assert (obs.result.outcome, obs.result.exit_code) == ("exited", 0)

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 from verify_helpers import VerifyRepo, kill_marked, make_verify_repo, marked_pids, start_verify
 
-from jobs import git
 from jobs.config.load import load_config
+from jobs.git import repo as git
 from jobs.ledger import Attempt, Ledger
 from jobs.main import main as verify_main
 

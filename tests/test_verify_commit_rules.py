@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from jobs import drift, readiness, recovery
-from jobs.git import CommitFacts, WorkTreeState
+from jobs.git.repo import CommitFacts, WorkTreeState
 from jobs.ledger import Attempt
 
 CLEAN = WorkTreeState("main", ())

@@ -157,11 +157,11 @@ def test_runs_opening_a_new_ledger_at_the_same_instant(tmp_path: Path) -> None:
 # pending edit.
 STAGED = """
 import os, runpy, signal, sys, time
-import jobs.git, jobs.verify
+import jobs.git.repo, jobs.verify
 if os.environ.get("DIE_BEFORE_COMMIT"):
     def commit_paths(*a, **k):
         os.kill(os.getpid(), signal.SIGKILL)
-    jobs.git.commit_paths = commit_paths
+    jobs.git.repo.commit_paths = commit_paths
 go = os.environ.get("LOCK_WHEN")
 if go:
     real_lock = jobs.verify.exclusive_lock

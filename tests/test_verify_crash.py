@@ -308,14 +308,14 @@ if point == "rename":
         return real_replace(src, dst, *a, **k)
     os.replace = replace
 elif point == "commit":
-    import jobs.git
-    real_commit = jobs.git.commit_paths
+    import jobs.git.repo
+    real_commit = jobs.git.repo.commit_paths
     def commit_paths(*a, **k):
         # The task file is written (and moved); die before git is asked to commit it.
         if due():
             os.kill(os.getpid(), signal.SIGKILL)
         return real_commit(*a, **k)
-    jobs.git.commit_paths = commit_paths
+    jobs.git.repo.commit_paths = commit_paths
 sys.argv = ["loop-verify", *sys.argv[1:]]
 runpy.run_module("jobs.main", run_name="__main__", alter_sys=True)
 """

@@ -33,7 +33,7 @@ def no_repos_hint(config: Config) -> str:
 
 def setup(config_path: str | None, repos: list[str] | None = None) -> Config:
     """The configuration (with `--repo` paths in place of its list) and the log opened."""
-    from jobs import exe
+    from jobs.process import exe
 
     exe.isolate_environment(os.environ)
     config = load_config(config_path)

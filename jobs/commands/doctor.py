@@ -6,12 +6,14 @@ import os
 import shutil
 from pathlib import Path
 
-from jobs import git, readiness, runner
+from jobs import readiness
 from jobs.backlog import scan as backlog
 from jobs.commands.common import no_repos_hint, setup
 from jobs.config.load import Config, find_config_path
 from jobs.core.errors import EXIT_FAILED, EXIT_OK
+from jobs.git import repo as git
 from jobs.ledger import Ledger, LedgerError
+from jobs.process import recipe as runner
 from jobs.schedule_install import Check
 from jobs.schedule_status import scheduler_checks
 from jobs.spool import SPOOL_DIR, Spool

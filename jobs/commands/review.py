@@ -72,7 +72,7 @@ class ReviewOptions:
 
 
 def main(args: ReviewOptions, now: datetime | None = None) -> int:
-    # git is asked (through jobs/git.py) only for repositories that are on this machine.
+    # git is asked (through jobs/git/repo.py) only for repositories that are on this machine.
     config = load_config(args.config)
     _start_logging(config.log_file, config.machine)
     zone = config.timezone

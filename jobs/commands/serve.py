@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 
-from jobs import exe
 from jobs.commands.common import start_logging
 from jobs.config.load import load_config
+from jobs.process import exe
 from jobs.scheduler import serve
 
 

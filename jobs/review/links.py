@@ -84,7 +84,8 @@ class LocalSites:
         root = Path(repo)
         if not (root / ".git").exists():
             return None
-        from jobs import exe, git
+        from jobs.git import repo as git
+        from jobs.process import exe
 
         if not self._isolated:
             exe.isolate_environment(os.environ)

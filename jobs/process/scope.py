@@ -18,7 +18,7 @@ from types import TracebackType
 
 import psutil
 
-from jobs.proctree import pid_namespace, send, token_of
+from jobs.process.tree import pid_namespace, send, token_of
 
 SCOPE_DIR = "procs"
 

@@ -13,7 +13,7 @@ Every signal to a found process goes through psutil, which refuses a pid reused 
 found. Only processes in the recipe's session, or in a session made after it started, and
 created after its `just`, are ever considered.
 
-The start-of-run sweep of what dead runs left (`jobs.run_scope`) is narrower still.
+The start-of-run sweep of what dead runs left (`jobs.process.scope`) is narrower still.
 """
 
 from __future__ import annotations

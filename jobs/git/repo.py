@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from jobs.exe import executable
+from jobs.process.exe import executable
 
 
 class GitError(Exception):
@@ -70,7 +70,7 @@ def _git(root: Path, args: Sequence[str], timeout: float | None = None,
                 else:
                     # psutil only for a command with a limit: most of git's callers never
                     # need it
-                    from jobs.proctree import ended_within, stop_tree
+                    from jobs.process.tree import ended_within, stop_tree
 
                     if not ended_within(proc, timeout):
                         stop_tree(proc, grace)

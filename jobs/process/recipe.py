@@ -4,7 +4,7 @@ The recipe runs in its own session (so its process group id and session id equal
 with its output going straight into a file we opened (never a pipe: a grandchild holding stdout can
 then never block us). Whatever happens — normal exit, timeout, or the run being told to stop —
 the run ends with a sweep that kills every process the recipe left behind and reaps every zombie
-handed to us. How those processes are found is `jobs.proctree`'s business.
+handed to us. How those processes are found is `jobs.process.tree`'s business.
 """
 
 from __future__ import annotations
@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from jobs import proctree
 from jobs.core.diskspace import short_of_space
-from jobs.exe import executable
-from jobs.proctree import TOKEN_VAR as TOKEN_VAR
-from jobs.run_scope import Scope as Scope
-from jobs.tail import read_tail
+from jobs.core.tail import read_tail
+from jobs.process import tree as proctree
+from jobs.process.exe import executable
+from jobs.process.scope import Scope as Scope
+from jobs.process.tree import TOKEN_VAR as TOKEN_VAR
 
 JUSTFILE_NAMES = ("justfile", "Justfile", ".justfile")
 

@@ -1,0 +1,1 @@
+"""git, as both programs run it: one runner, and the commands built on it."""
