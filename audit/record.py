@@ -64,7 +64,7 @@ def _run(config: Any, command: str, run_dir: Path | None, before: Mapping[str, A
          after: Mapping[str, Any], findings: Sequence[Finding],
          charter_sha256: str | None) -> Any:
     from audit.report import group_commits
-    from jobs.ledger_audit import AuditFinding, AuditRun
+    from jobs.ledger.audits import AuditFinding, AuditRun
 
     return AuditRun(
         recorded_at=datetime.now(UTC), command=command, verdict=overall(findings),
@@ -96,8 +96,8 @@ def _remotes(*snapshots: Mapping[str, Any]) -> dict[str, dict[str, str]]:
 
 
 def _write(url: str, run: Any) -> None:
-    from jobs.ledger import Ledger
-    from jobs.ledger_audit import ensure_audit_tables, insert_audit_run
+    from jobs.ledger.audits import ensure_audit_tables, insert_audit_run
+    from jobs.ledger.store import Ledger
 
     ledger = Ledger(url)
     try:

@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.path.insert(0, str(ROOT))
 
-from jobs.ledger import Ledger, attempts  # noqa: E402
-from jobs.ledger_audit import AuditFinding, AuditRun, ensure_audit_tables, insert_audit_run  # noqa: E402
+from jobs.ledger.audits import AuditFinding, AuditRun, ensure_audit_tables, insert_audit_run  # noqa: E402
+from jobs.ledger.store import Ledger, attempts  # noqa: E402
 
 GOAL_S = 2.0
 END = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

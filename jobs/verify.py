@@ -18,7 +18,7 @@ from functools import partial
 
 import structlog
 
-from jobs import claims, eligibility, readiness
+from jobs import eligibility, readiness
 from jobs.backlog import scan as backlog
 from jobs.config.load import Config, RepoConfig
 from jobs.core import statedir as retention
@@ -26,10 +26,12 @@ from jobs.core.errors import EXIT_FAILED, EXIT_OK, EXIT_UNCHECKED, LoopError
 from jobs.core.fs import LockBusy, exclusive_lock
 from jobs.core.logs import get_logger
 from jobs.git import repo as git
-from jobs.ledger import Attempt, Ledger
+from jobs.ledger import claims
+from jobs.ledger.replay import flush_spool
+from jobs.ledger.spool import SPOOL_DIR
+from jobs.ledger.store import Attempt, Ledger
 from jobs.output import format_line, repo_name, repo_names
 from jobs.process import recipe as runner
-from jobs.spool import SPOOL_DIR
 from jobs.verdict import FAILING, UNCHECKED, Verdict
 from jobs.verify_recover import commit_kept, recover_pending
 from jobs.verify_task import RepoContext, Ticker, storable, verify_task
@@ -106,7 +108,7 @@ def _run_all(config: Config, summary: RunSummary, stop: threading.Event | None,
         ledger = Ledger(config.ledger, machine=config.machine,
                         spool_dir=config.state_dir / SPOOL_DIR)
         # Verdicts an earlier run could not write are written before anything new happens.
-        ledger.flush_spool()
+        flush_spool(ledger)
         retention.prune_outputs(config.state_dir, config.output_retention, datetime.now(UTC))
     # The run's claim on the recipes it starts: a later run may sweep them only if this one dies.
     scope = runner.Scope(None if dry_run else config.state_dir)

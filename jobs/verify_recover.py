@@ -14,7 +14,7 @@ from jobs.backlog.scan import write_task
 from jobs.core.logs import get_logger
 from jobs.edit_plan import sha256
 from jobs.git import repo as git
-from jobs.ledger import Attempt
+from jobs.ledger.store import Attempt
 from jobs.verdict import Verdict
 from jobs.verify_task import RepoContext, check_commit, commit_checked, commit_made
 

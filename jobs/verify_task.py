@@ -16,7 +16,7 @@ from jobs.config.load import Config, RepoConfig
 from jobs.core.fs import atomic_write
 from jobs.core.logs import get_logger
 from jobs.git import repo as git
-from jobs.ledger import Attempt, Ledger
+from jobs.ledger.store import Attempt, Ledger
 from jobs.output import shown
 from jobs.process import recipe as runner
 from jobs.verdict import Verdict

@@ -29,7 +29,7 @@ HEAVY = ("sqlalchemy", "structlog", "git", "psutil", "apscheduler", "github")
 # configuration in the common shapes (jobs.config.fast), dataclasses and inspect (the records are
 # NamedTuples), shutil (argparse's help width), socket (the host name).
 NOT_ON_THE_PATH = ("yaml", "dataclasses", "inspect", "shutil", "socket")
-ORCHESTRATION = ("jobs.verify", "jobs.ledger", "jobs.process.recipe", "jobs.verify_task",
+ORCHESTRATION = ("jobs.verify", "jobs.ledger.store", "jobs.process.recipe", "jobs.verify_task",
                  "jobs.git.repo", "jobs.core.logs")
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from jobs import claims
-from jobs.ledger import Attempt, Ledger
+from jobs.ledger import claims
+from jobs.ledger.store import Attempt, Ledger
 
 DAY = datetime(2026, 11, 30, 7, 30, tzinfo=UTC)
 

@@ -23,10 +23,10 @@ import yaml
 from pg_helpers import PgServer, free_port
 from verify_helpers import VerifyRepo, git, kill_marked, make_verify_repo, start_verify, wait_for
 
-from jobs import claims
-from jobs import ledger as ledger_module
-from jobs.ledger import Attempt, Ledger, LedgerError
-from jobs.spool import SPOOL_DIR, Spool
+from jobs.ledger import claims
+from jobs.ledger import store as ledger_module
+from jobs.ledger.spool import SPOOL_DIR, Spool
+from jobs.ledger.store import Attempt, Ledger, LedgerError
 
 TODAY = ("--today", "2026-11-30")
 VERDICT_COMMIT = re.compile(r"loop-verify: (TASK-\d+) (passed|failed) \(just verify-\w+\)")

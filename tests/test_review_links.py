@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from jobs.commands.review import audit_site
-from jobs.ledger_audit import AuditFinding, AuditRun
+from jobs.ledger.audits import AuditFinding, AuditRun
 from jobs.review.links import site_for_url
 
 SHA = "0123456789abcdef0123456789abcdef01234567"

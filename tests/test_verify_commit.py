@@ -19,7 +19,7 @@ from verify_helpers import VerifyRepo, kill_marked, make_verify_repo, marked_pid
 
 from jobs.config.load import load_config
 from jobs.git import repo as git
-from jobs.ledger import Attempt, Ledger
+from jobs.ledger.store import Attempt, Ledger
 from jobs.main import main as verify_main
 
 TODAY = ("--today", "2026-11-30")
@@ -514,8 +514,8 @@ def test_the_claim_is_extended_before_the_verdict_commit_only_after_a_long_recip
     is); a quick one costs no extra write."""
     import sqlalchemy as sa
 
-    from jobs import claims
-    from jobs.ledger import claims as claims_table
+    from jobs.ledger import claims
+    from jobs.ledger.store import claims as claims_table
 
     if ran_long:
         monkeypatch.setattr(claims, "CLAIM_MARGIN", 0.0)

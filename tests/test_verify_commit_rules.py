@@ -7,7 +7,7 @@ from pathlib import Path
 
 from jobs import drift, readiness, recovery
 from jobs.git.repo import CommitFacts, WorkTreeState
-from jobs.ledger import Attempt
+from jobs.ledger.store import Attempt
 
 CLEAN = WorkTreeState("main", ())
 

@@ -129,7 +129,7 @@ def test_two_concurrent_runs_verify_each_task_once(tmp_path: Path) -> None:
 
 OPEN_LEDGER = """
 import sys, time
-from jobs.ledger import Ledger
+from jobs.ledger.store import Ledger
 folder, start, rounds = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
 for n in range(rounds):
     while time.time() < start + n * 0.25:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from verify_helpers import make_verify_repo
 
-from jobs.ledger import Ledger
+from jobs.ledger.store import Ledger
 
 TODAY = ("--today", "2026-11-30")
 

@@ -12,11 +12,11 @@ from jobs.commands.common import no_repos_hint, setup
 from jobs.config.load import Config, find_config_path
 from jobs.core.errors import EXIT_FAILED, EXIT_OK
 from jobs.git import repo as git
-from jobs.ledger import Ledger, LedgerError
+from jobs.ledger.spool import SPOOL_DIR, Spool
+from jobs.ledger.store import Ledger, LedgerError
 from jobs.process import recipe as runner
 from jobs.schedule_install import Check
 from jobs.schedule_status import scheduler_checks
-from jobs.spool import SPOOL_DIR, Spool
 
 
 def tool_checks() -> list[Check]:

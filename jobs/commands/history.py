@@ -6,7 +6,7 @@ import json
 
 from jobs.commands.common import parse_date, setup
 from jobs.config.load import expand_user
-from jobs.ledger import Ledger, iso_utc
+from jobs.ledger.store import Ledger, iso_utc
 from jobs.output import emit, format_line, one_line, repo_names
 
 

@@ -16,8 +16,8 @@ from jobs.core.errors import UsageError
 from jobs.core.fs import atomic_write
 from jobs.core.logs import configure_logging
 from jobs.core.statedir import RUNS_DIR
-from jobs.ledger import VERDICTS
-from jobs.ledger_audit import AUDIT_VERDICTS, AuditFinding, AuditRun
+from jobs.ledger.audits import AUDIT_VERDICTS, AuditFinding, AuditRun
+from jobs.ledger.store import VERDICTS
 from jobs.review.html import render_html
 from jobs.review.links import LocalSites, Site, site_for_github_remote, site_for_url
 from jobs.review.local import OutputReader, task_title

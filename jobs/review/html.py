@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from datetime import datetime, tzinfo
 from html import escape
 
-from jobs.ledger_audit import AuditFinding
+from jobs.ledger.audits import AuditFinding
 from jobs.review.links import Site
 from jobs.review.model import (
     SEVERITY,

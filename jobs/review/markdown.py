@@ -12,7 +12,7 @@ import re
 from collections import Counter
 from datetime import datetime, tzinfo
 
-from jobs.ledger_audit import AuditFinding
+from jobs.ledger.audits import AuditFinding
 from jobs.review.links import Site
 from jobs.review.model import SEVERITY, AuditView, Failure, Review, finding_change
 from jobs.review.visible import visible

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
-from jobs.ledger_audit import AuditFinding, AuditRun
+from jobs.ledger.audits import AuditFinding, AuditRun
 from jobs.review.links import Site
 from jobs.review.query import AttemptRow, LedgerData, Mark
 

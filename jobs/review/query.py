@@ -13,13 +13,13 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 
-from jobs.ledger import Ledger, LedgerError, attempts
-from jobs.ledger_audit import (
+from jobs.ledger.audits import (
     AuditRun,
     ensure_attempt_indexes,
     ensure_audit_tables,
     select_audit_runs,
 )
+from jobs.ledger.store import Ledger, LedgerError, attempts
 from jobs.verdict import Verdict
 
 PROBLEM_VERDICTS = (Verdict.FAIL, Verdict.TIMEOUT, Verdict.ERROR, Verdict.DRIFT,

@@ -1,7 +1,7 @@
 """The ledger's tables and the Attempt row, with their conversion to and from the database.
 
 Times are stored naive in UTC; the schema only grows (ADDED_COLUMNS are added to older ledgers
-in place by `jobs.ledger`).
+in place by `jobs.ledger.store`).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ attempts = sa.Table(
     sa.Column("uid", sa.String(36), index=True, unique=True),
     sa.Column("claimed_by", sa.String(128)),
 )
-# One row per due verification claimed by a machine (see jobs.claims).
+# One row per due verification claimed by a machine (see jobs.ledger.claims).
 claims = sa.Table(
     "claims", _metadata,
     sa.Column("key", sa.String(64), primary_key=True),  # sha256 of identity, task, label date

@@ -1,6 +1,6 @@
 """The ledger's audit tables: each loop-pi-audit closeout or compare, and its findings.
 
-Additive to the attempts table (jobs/ledger.py): its own metadata, created on first use, so a
+Additive to the attempts table (jobs/ledger/store.py): its own metadata, created on first use, so a
 ledger written by an older loop-verify gains these tables without any migration. loop-pi-audit
 writes them; `loop-verify review` reads them.
 """
@@ -53,8 +53,8 @@ audit_findings = sa.Table(
     sa.Column("last", sa.String(64)),
 )
 
-# The review filters attempts on these besides started_at (indexed in jobs/ledger.py). Plain SQL
-# that SQLite and PostgreSQL both take; `machine` only once the ledger has that column.
+# The review filters attempts on these besides started_at (indexed in jobs/ledger/store.py).
+# Plain SQL that SQLite and PostgreSQL both take; `machine` only once the ledger has that column.
 _ATTEMPT_INDEXES = {"task_id": "ix_attempts_task_id", "verdict": "ix_attempts_verdict",
                     "machine": "ix_attempts_machine"}
 

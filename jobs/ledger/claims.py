@@ -24,7 +24,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from jobs.core.logs import get_logger
 from jobs.git import repo as git
-from jobs.ledger import Attempt, Ledger, claims, first_line, iso_utc, naive_utc
+from jobs.ledger.store import Attempt, Ledger, claims, first_line, iso_utc, naive_utc
 
 log = get_logger("loop-jobs.claims")
 

@@ -5,7 +5,7 @@ machines) works the same way, which is why this is SQLAlchemy Core and not sqlit
 
 Outside services fail soft: a dropped connection is reconnected and the write retried (every row
 carries a `uid`, so a write retried after a lost acknowledgement is applied once); a ledger that
-stays unreachable past a bounded wait has its writes kept in a local spool (`jobs.spool`) and
+stays unreachable past a bounded wait has its writes kept in a local spool (`jobs.ledger.spool`) and
 written on a later run. The schema only ever grows: a column this version adds to an older ledger
 is added in place.
 """
@@ -25,7 +25,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from jobs.core.errors import EXIT_USAGE, LoopError
 from jobs.core.host import default_machine
 from jobs.core.logs import get_logger
-from jobs.ledger_rows import (
+from jobs.ledger.rows import (
     ADDED_COLUMNS,
     EDIT_STATES,
     VERDICTS,
@@ -38,7 +38,7 @@ from jobs.ledger_rows import (
     naive_utc,
     row_values,
 )
-from jobs.spool import Spool
+from jobs.ledger.spool import Spool
 from jobs.verdict import WRITTEN
 
 log = get_logger("loop-jobs.ledger")
@@ -303,30 +303,8 @@ class Ledger:
     def update(self, attempt: Attempt) -> None:
         self.save(attempt)
 
-    def flush_spool(self) -> int:
-        """Write what earlier runs spooled; returns how many entries reached the ledger."""
-        if self.spool is None:
-            return 0
-        from jobs import claims
-
-        written = 0
-        for path, kind, payload in self.spool.entries():
-            try:
-                if kind == "attempt":
-                    self._replay(Attempt.from_json(payload))
-                elif kind == "claim":
-                    claims.apply_spooled(self, payload)
-            except SQLAlchemyError as exc:
-                log.error("ledger.spool_flush_failed", ledger=self.shown_url,
-                          entry=path.name, error=first_line(exc))
-                break
-            self.spool.remove(path)
-            written += 1
-        if written:
-            log.info("ledger.spool_flushed", ledger=self.shown_url, entries=written)
-        return written
-
-    def _replay(self, attempt: Attempt) -> None:
+    def replay(self, attempt: Attempt) -> None:
+        """Write an attempt a run spooled (jobs.ledger.replay)."""
         attempt.id = None  # the spooling run may never have learnt it: the uid finds the row
         self._retrying("spool", lambda: self._upsert(attempt, False))
 
@@ -384,7 +362,7 @@ class Ledger:
             yield from_row(row)
 
     def execute(self, what: str, action: Callable[[sa.Connection], T]) -> T:
-        """Run `action` in one transaction, retried over a lost connection (for jobs.claims)."""
+        """Run `action` in one transaction, retried over a lost connection (for the claims)."""
         def once() -> T:
             with self.engine.begin() as conn:
                 return action(conn)

@@ -1,0 +1,37 @@
+"""Writing what earlier runs spooled while the ledger could not be reached: attempts and claims.
+
+Apart from the store because a spooled claim is replayed by the claims protocol, which itself
+stands on the store.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from jobs.core.logs import get_logger
+from jobs.ledger import claims
+from jobs.ledger.store import Attempt, Ledger, first_line
+
+log = get_logger("loop-jobs.ledger")
+
+
+def flush_spool(ledger: Ledger) -> int:
+    """Write what earlier runs spooled; returns how many entries reached the ledger."""
+    if ledger.spool is None:
+        return 0
+    written = 0
+    for path, kind, payload in ledger.spool.entries():
+        try:
+            if kind == "attempt":
+                ledger.replay(Attempt.from_json(payload))
+            elif kind == "claim":
+                claims.apply_spooled(ledger, payload)
+        except SQLAlchemyError as exc:
+            log.error("ledger.spool_flush_failed", ledger=ledger.shown_url,
+                      entry=path.name, error=first_line(exc))
+            break
+        ledger.spool.remove(path)
+        written += 1
+    if written:
+        log.info("ledger.spool_flushed", ledger=ledger.shown_url, entries=written)
+    return written
