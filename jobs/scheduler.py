@@ -90,7 +90,7 @@ def run_daily_verification(config_path: str | None = None) -> int:
     except LoopError as exc:
         _log.error("scheduler.run_error", error=exc.message, config=config_path)
         return exc.exit_code
-    from jobs.verify import run_once
+    from jobs.verify.run import run_once
 
     _log.info("scheduler.run_started", config=config_path)
     try:

@@ -62,8 +62,8 @@ def reset_process_globals() -> None:
         identity.run_id = ""
     if "jobs.core.errors" in mods:
         mods["jobs.core.errors"].crash_log = None
-    if "jobs.output" in mods:
-        mods["jobs.output"]._stdout_gone = False
+    if "jobs.verify.terminal" in mods:
+        mods["jobs.verify.terminal"]._stdout_gone = False
     if "audit.logs" in mods:
         mods["audit.logs"]._TARGET.clear()
 

@@ -23,11 +23,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from verify_helpers import make_verify_repo
 
-from jobs import eligibility, verdicts
 from jobs import main as cli
 from jobs.backlog.edit import add_label, remove_label, set_status, set_updated_date
 from jobs.backlog.scan import Task, TaskEditError, TaskParseError, parse_task
 from jobs.backlog.task import BacklogConfig
+from jobs.verify.rules import eligibility
+from jobs.verify.rules import transition as verdicts
 
 LABEL = "verify:2026-11-01"
 KEYS = ["id", "title", "status", "labels", "updated_date", "assignee", "other"]

@@ -29,7 +29,7 @@ HEAVY = ("sqlalchemy", "structlog", "git", "psutil", "apscheduler", "github")
 # configuration in the common shapes (jobs.config.fast), dataclasses and inspect (the records are
 # NamedTuples), shutil (argparse's help width), socket (the host name).
 NOT_ON_THE_PATH = ("yaml", "dataclasses", "inspect", "shutil", "socket")
-ORCHESTRATION = ("jobs.verify", "jobs.ledger.store", "jobs.process.recipe", "jobs.verify_task",
+ORCHESTRATION = ("jobs.verify.run", "jobs.ledger.store", "jobs.process.recipe", "jobs.verify.task",
                  "jobs.git.repo", "jobs.core.logs")
 
 
@@ -72,7 +72,7 @@ def test_help_loads_no_typing_pathlib_dataclasses_shutil_or_yaml() -> None:
 def test_history_does_not_load_the_orchestrator(tmp_path: Path) -> None:
     repo = make_verify_repo(tmp_path, tasks=[])
     modules = loaded("history", "--config", str(repo.config_path))
-    assert not modules & {"jobs.verify", "jobs.verify_task", "jobs.process.recipe"}
+    assert not modules & {"jobs.verify.run", "jobs.verify.task", "jobs.process.recipe"}
 
 
 @pytest.mark.parametrize(("module", "prog"), [("jobs.main", "loop-verify"),

@@ -10,6 +10,7 @@ import pytest
 
 from jobs.ledger import claims
 from jobs.ledger.store import Attempt, Ledger
+from jobs.verify.claims import normalise_remote
 
 DAY = datetime(2026, 11, 30, 7, 30, tzinfo=UTC)
 
@@ -28,7 +29,7 @@ def attempt(verdict: str = "pass", **kw: object) -> Attempt:
     ("ssh://git@git.example.com:2222/team/app.git", "git.example.com:2222/team/app"),
 ])
 def test_remote_urls_are_normalised_without_credentials(url: str, expected: str) -> None:
-    assert claims.normalise_remote(url, Path("/unused")) == expected
+    assert normalise_remote(url, Path("/unused")) == expected
 
 
 def test_local_remotes_become_absolute_paths(tmp_path: Path) -> None:
@@ -36,9 +37,9 @@ def test_local_remotes_become_absolute_paths(tmp_path: Path) -> None:
     bare.mkdir()
     clone = tmp_path / "clone"
     clone.mkdir()
-    assert claims.normalise_remote(str(bare), clone) == str(tmp_path / "remote")
-    assert claims.normalise_remote("../remote.git", clone) == str(tmp_path / "remote")
-    assert claims.normalise_remote(f"file://{bare}", clone) == str(tmp_path / "remote")
+    assert normalise_remote(str(bare), clone) == str(tmp_path / "remote")
+    assert normalise_remote("../remote.git", clone) == str(tmp_path / "remote")
+    assert normalise_remote(f"file://{bare}", clone) == str(tmp_path / "remote")
 
 
 def test_rows_carry_the_machine_and_pending_recovery_sees_only_its_own(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from jobs.ledger import claims
 from jobs.ledger import store as ledger_module
 from jobs.ledger.spool import SPOOL_DIR, Spool
 from jobs.ledger.store import Attempt, Ledger, LedgerError
+from jobs.verify.claims import normalise_remote
 
 TODAY = ("--today", "2026-11-30")
 VERDICT_COMMIT = re.compile(r"loop-verify: (TASK-\d+) (passed|failed) \(just verify-\w+\)")
@@ -139,7 +140,7 @@ def test_a_dead_machines_claim_expires_and_another_runs_the_task(tmp_path: Path,
     beta = second_clone(alpha, tmp_path / "beta", "beta")
     ledger = Ledger(ledger_url, machine="ghost")
     try:
-        identity = claims.normalise_remote(str(alpha.bare), alpha.root)
+        identity = normalise_remote(str(alpha.bare), alpha.root)
         key = claims.claim_key(identity, "TASK-1", "2026-11-01")
         ghost = claims.Claim(key, identity, "TASK-1", "2026-11-01", "dead-run", "ghost")
         # A claim taken long ago by a machine that died: its timeout plus grace has passed.

@@ -514,8 +514,8 @@ def test_the_claim_is_extended_before_the_verdict_commit_only_after_a_long_recip
     is); a quick one costs no extra write."""
     import sqlalchemy as sa
 
-    from jobs.ledger import claims
     from jobs.ledger.store import claims as claims_table
+    from jobs.verify import claims
 
     if ran_long:
         monkeypatch.setattr(claims, "CLAIM_MARGIN", 0.0)

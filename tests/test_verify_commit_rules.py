@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from jobs import drift, readiness, recovery
 from jobs.git.repo import CommitFacts, WorkTreeState
 from jobs.ledger.store import Attempt
+from jobs.verify.rules import drift, readiness, recovery
 
 CLEAN = WorkTreeState("main", ())
 

@@ -77,7 +77,7 @@ def test_odd_but_valid_frontmatter_is_read_and_never_stops_the_run(tmp_path: Pat
 def test_an_unexpected_fault_in_one_task_is_that_tasks_error(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     repo = make_verify_repo(tmp_path, tasks=[1, 2])
-    from jobs import verdicts
+    from jobs.verify.rules import transition as verdicts
 
     real = verdicts.apply
 
@@ -102,7 +102,7 @@ def test_an_unexpected_fault_outside_a_task_is_one_line_and_exit_3(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     repo = make_verify_repo(tmp_path, tasks=[1])
-    from jobs import verify
+    from jobs.verify import run as verify
 
     def broken(*args: object, **kw: object) -> None:
         raise KeyError("injected")

@@ -6,7 +6,6 @@ import os
 import shutil
 from pathlib import Path
 
-from jobs import readiness
 from jobs.backlog import scan as backlog
 from jobs.commands.common import no_repos_hint, setup
 from jobs.config.load import Config, find_config_path
@@ -17,6 +16,7 @@ from jobs.ledger.store import Ledger, LedgerError
 from jobs.process import recipe as runner
 from jobs.schedule_install import Check
 from jobs.schedule_status import scheduler_checks
+from jobs.verify.rules import readiness
 
 
 def tool_checks() -> list[Check]:

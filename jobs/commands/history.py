@@ -7,7 +7,7 @@ import json
 from jobs.commands.common import parse_date, setup
 from jobs.config.load import expand_user
 from jobs.ledger.store import Ledger, iso_utc
-from jobs.output import emit, format_line, one_line, repo_names
+from jobs.verify.terminal import emit, format_line, one_line, repo_names
 
 
 def main(*, config_path: str | None, since: str | None, repo: str | None, machine: str | None,

@@ -11,13 +11,13 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from jobs import eligibility
 from jobs.backlog import scan as backlog
 from jobs.commands.common import check_log_file, no_repos_hint, parse_date
 from jobs.config.load import load_config, with_repos
 from jobs.core import errors
 from jobs.core.errors import EXIT_OK, EXIT_UNCHECKED, UsageError
-from jobs.output import emit, one_line, repo_names
+from jobs.verify.rules import eligibility
+from jobs.verify.terminal import emit, one_line, repo_names
 
 if TYPE_CHECKING:
     from datetime import date

@@ -11,11 +11,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
 
-from jobs import verify
 from jobs.commands.common import no_repos_hint, parse_date, setup
 from jobs.config.load import with_timeout
 from jobs.core.errors import UsageError
-from jobs.output import emit, format_line
+from jobs.verify import run as verify
+from jobs.verify.terminal import emit, format_line
 
 
 @contextmanager

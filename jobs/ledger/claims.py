@@ -11,66 +11,18 @@ again) or released (the recipe never judged the task: anyone may try again).
 from __future__ import annotations
 
 import hashlib
-import re
-import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from jobs.core.logs import get_logger
-from jobs.git import repo as git
 from jobs.ledger.store import Attempt, Ledger, claims, first_line, iso_utc, naive_utc
 
 log = get_logger("loop-jobs.claims")
 
-# Beyond timeout + kill_grace: starting `just`, writing the verdict and committing it.
-CLAIM_MARGIN = 60.0
-
-_SCP_LIKE = re.compile(r"^(?:(?P<user>[^@/]+)@)?(?P<host>[^:/]+):(?P<path>(?!//).*)$")
-_DEFAULT_PORTS = {"https": 443, "http": 80, "ssh": 22, "git": 9418}
-
-
-def normalise_remote(url: str, base: Path) -> str:
-    """One spelling for every way of naming a repository, without credentials.
-
-    `git@github.com:Owner/app.git`, `ssh://git@github.com/Owner/app` and
-    `https://user:token@GitHub.com/Owner/app.git/` all become `github.com/Owner/app`; a local path
-    or `file://` URL becomes the absolute path (relative ones are relative to `base`).
-    """
-    url = url.strip()
-    if "://" in url:
-        parts = urlsplit(url)
-        if parts.scheme == "file":
-            return _local(Path(parts.path), base)
-        host = (parts.hostname or "").lower()
-        try:
-            port = parts.port
-        except ValueError:
-            port = None
-        if port is not None and port != _DEFAULT_PORTS.get(parts.scheme):
-            host = f"{host}:{port}"
-        return host + "/" + _path_part(parts.path)
-    scp = _SCP_LIKE.match(url)
-    if scp and not url.startswith(("/", ".")) and len(scp.group("host")) > 1:
-        # A one-letter "host" is a Windows drive, not ssh.
-        return scp.group("host").lower() + "/" + _path_part(scp.group("path"))
-    return _local(Path(url), base)
-
-
-def _path_part(path: str) -> str:
-    path = path.strip("/")
-    path = path.removesuffix(".git").rstrip("/")
-    return re.sub(r"/+", "/", path)
-
-
-def _local(path: Path, base: Path) -> str:
-    full = path if path.is_absolute() else base / path
-    return str(full.resolve()).removesuffix("/.git").removesuffix(".git")
 
 
 # Prepared once, with parameters: SQLAlchemy then compiles each statement once per run.
@@ -213,73 +165,6 @@ def _apply(conn: sa.Connection, payload: dict[str, Any]) -> None:
 
 def apply_spooled(ledger: Ledger, payload: dict[str, Any]) -> None:
     ledger.execute("spool", lambda conn: _apply(conn, payload))
-
-
-class RepoClaims:
-    """The claims of one clone in one run (the caller holds the clone's lock)."""
-
-    def __init__(self, ledger: Ledger, root: Path, branch: str, ttl: float) -> None:
-        self.ledger = ledger
-        self.root = root
-        self.branch = branch
-        self.ttl = ttl
-        self.identity: str | None = None
-        self.taken: dict[str, float] = {}  # claim key -> when we took or last extended it
-
-    def key(self, task_id: str | None, label_date: str | None, run_id: str) -> Claim | None:
-        if task_id is None or label_date is None:
-            return None
-        if self.identity is None:
-            # One look per repository and run, and only when something is due.
-            url = git.branch_remote_url(self.root, self.branch)
-            self.identity = normalise_remote(url, self.root) if url else str(self.root)
-        return Claim(claim_key(self.identity, task_id, label_date), self.identity, task_id,
-                     label_date, run_id, self.ledger.machine)
-
-    def take(self, task_id: str, label_date: str | None, run_id: str) -> Claim | Held | str | None:
-        """Our claim; who holds it; why it cannot be claimed; or None when nothing to claim."""
-        claim = self.key(task_id, label_date, run_id)
-        if claim is None:
-            return None
-        if self.ledger.unreachable:
-            return "not run: the ledger is unreachable, so it cannot be claimed"
-        try:
-            held = take(self.ledger, claim, repo=str(self.root), ttl=self.ttl)
-        except SQLAlchemyError as exc:
-            log.error("ledger.claim_failed", ledger=self.ledger.shown_url, task=task_id,
-                      error=first_line(exc))
-            self.ledger.unreachable = True
-            return f"not run: cannot claim it in the ledger: {first_line(exc)}"
-        if held is None:
-            self.taken[claim.key] = time.monotonic()
-            return claim
-        return held
-
-    def keep(self, claim: Claim | None) -> None:
-        """Before a verdict commit: extend the claim when its recipe ran long. The commit, hooks
-        included, may itself take up to the timeout, and a claim that expired meanwhile would
-        let another machine verify the task again. A claim younger than half the margin has
-        time enough left, and costs no write."""
-        if claim is None or self.ledger.unreachable:
-            return
-        taken = self.taken.get(claim.key)
-        if taken is not None and time.monotonic() - taken < CLAIM_MARGIN / 2:
-            return
-        try:
-            still = keep(self.ledger, claim, ttl=self.ttl)
-        except SQLAlchemyError as exc:
-            log.error("ledger.claim_failed", ledger=self.ledger.shown_url, task=claim.task_id,
-                      error=first_line(exc))
-            return  # the claim runs out by itself; the verdict is written all the same
-        self.taken[claim.key] = time.monotonic()
-        if not still:
-            log.warning("claim.lost", task=claim.task_id, label_date=claim.label_date,
-                        run_id=claim.run_id, reason="it expired before the verdict was written")
-
-    def settle(self, claim: Claim | None, result: Attempt | None) -> None:
-        """A committed verdict finishes the claim; anything else lets any machine try again."""
-        if claim is not None:
-            settle(self.ledger, claim, result)
 
 
 def settlement(claim: Claim, result: Attempt | None) -> dict[str, Any]:

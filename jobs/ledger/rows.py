@@ -13,7 +13,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from jobs.verdict import Verdict
+from jobs.verify.rules.verdict import Verdict
 
 VERDICTS = tuple(Verdict)
 # The life of a task edit: pending (written or about to be), then committed, restored (the commit

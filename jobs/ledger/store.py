@@ -39,7 +39,7 @@ from jobs.ledger.rows import (
     row_values,
 )
 from jobs.ledger.spool import Spool
-from jobs.verdict import WRITTEN
+from jobs.verify.rules.verdict import WRITTEN
 
 log = get_logger("loop-jobs.ledger")
 

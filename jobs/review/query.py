@@ -20,7 +20,7 @@ from jobs.ledger.audits import (
     select_audit_runs,
 )
 from jobs.ledger.store import Ledger, LedgerError, attempts
-from jobs.verdict import Verdict
+from jobs.verify.rules.verdict import Verdict
 
 PROBLEM_VERDICTS = (Verdict.FAIL, Verdict.TIMEOUT, Verdict.ERROR, Verdict.DRIFT,
                     Verdict.INTERRUPTED)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from jobs.core.fs import atomic_write
-from jobs.edit_plan import sha256
+from jobs.verify.rules.edit_plan import sha256
 
 
 def _path(state_dir: Path, digest: str) -> Path:

@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass
 
 from jobs.ledger.store import Attempt
-from jobs.readiness import some_paths
+from jobs.verify.rules.readiness import some_paths
 
 
 class Action(enum.Enum):

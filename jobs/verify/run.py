@@ -18,7 +18,6 @@ from functools import partial
 
 import structlog
 
-from jobs import eligibility, readiness
 from jobs.backlog import scan as backlog
 from jobs.config.load import Config, RepoConfig
 from jobs.core import statedir as retention
@@ -30,11 +29,13 @@ from jobs.ledger import claims
 from jobs.ledger.replay import flush_spool
 from jobs.ledger.spool import SPOOL_DIR
 from jobs.ledger.store import Attempt, Ledger
-from jobs.output import format_line, repo_name, repo_names
 from jobs.process import recipe as runner
-from jobs.verdict import FAILING, UNCHECKED, Verdict
-from jobs.verify_recover import commit_kept, recover_pending
-from jobs.verify_task import RepoContext, Ticker, storable, verify_task
+from jobs.verify import claims as clone_claims
+from jobs.verify.recover import commit_kept, recover_pending
+from jobs.verify.rules import eligibility, readiness
+from jobs.verify.rules.verdict import FAILING, UNCHECKED, Verdict
+from jobs.verify.task import RepoContext, Ticker, storable, verify_task
+from jobs.verify.terminal import format_line, repo_name, repo_names
 
 log = get_logger("loop-verify")
 
@@ -156,8 +157,8 @@ class _RepoRun:
         self.ledger = ledger
         self.stop = stop
         self.printer = printer
-        ttl = config.timeout_for(repo) + config.kill_grace + claims.CLAIM_MARGIN
-        self.claims = (claims.RepoClaims(ledger, repo.path, repo.branch, ttl)
+        ttl = config.timeout_for(repo) + config.kill_grace + clone_claims.CLAIM_MARGIN
+        self.claims = (clone_claims.RepoClaims(ledger, repo.path, repo.branch, ttl)
                        if ledger is not None else None)
 
     # -- recording -----------------------------------------------------------------------------

@@ -9,14 +9,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jobs import kept, readiness, recovery
 from jobs.backlog.scan import write_task
 from jobs.core.logs import get_logger
-from jobs.edit_plan import sha256
 from jobs.git import repo as git
 from jobs.ledger.store import Attempt
-from jobs.verdict import Verdict
-from jobs.verify_task import RepoContext, check_commit, commit_checked, commit_made
+from jobs.verify import kept
+from jobs.verify.rules import readiness, recovery
+from jobs.verify.rules.edit_plan import sha256
+from jobs.verify.rules.verdict import Verdict
+from jobs.verify.task import RepoContext, check_commit, commit_checked, commit_made
 
 log = get_logger("loop-verify")
 

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from jobs import eligibility, verdicts
 from jobs.backlog import scan as backlog
+from jobs.verify.rules import eligibility
+from jobs.verify.rules import transition as verdicts
 
 
 def sha256(data: bytes) -> str:

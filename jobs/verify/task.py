@@ -10,16 +10,18 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from jobs import drift, edit_plan, eligibility, kept, verdicts
 from jobs.backlog import scan as backlog
 from jobs.config.load import Config, RepoConfig
 from jobs.core.fs import atomic_write
 from jobs.core.logs import get_logger
 from jobs.git import repo as git
 from jobs.ledger.store import Attempt, Ledger
-from jobs.output import shown
 from jobs.process import recipe as runner
-from jobs.verdict import Verdict
+from jobs.verify import kept
+from jobs.verify.rules import drift, edit_plan, eligibility
+from jobs.verify.rules import transition as verdicts
+from jobs.verify.rules.verdict import Verdict
+from jobs.verify.terminal import shown
 
 log = get_logger("loop-verify")
 
