@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 from apscheduler.triggers.base import BaseTrigger
 
 from jobs.config.load import Config, load_config
-from jobs.jobstore import JOB_ID, JobFunc, build_scheduler, daily_trigger, ensure_job
+from jobs.schedule.jobstore import JOB_ID, JobFunc, build_scheduler, daily_trigger, ensure_job
 
 
 def record_run(config_path: str | None = None) -> int:
@@ -83,7 +83,7 @@ class InProcessServe:
     """`serve` in a thread with its own stop event (signal handlers belong to the main thread)."""
 
     def __init__(self, config: Config, **kwargs: Any) -> None:
-        from jobs.scheduler import serve
+        from jobs.schedule.serve import serve
 
         self.stop = threading.Event()
         self.ready = threading.Event()

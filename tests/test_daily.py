@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from scheduler_helpers import first_instant_reading
 
-from jobs.daily import DailyTrigger, due_run, next_occurrence, occurrence
+from jobs.schedule.daily import DailyTrigger, due_run, next_occurrence, occurrence
 
 LONDON = ZoneInfo("Europe/London")
 SAO_PAULO = ZoneInfo("America/Sao_Paulo")

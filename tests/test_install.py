@@ -19,7 +19,7 @@ from scheduler_helpers import write_config
 
 from jobs.config.load import Config
 from jobs.main import main
-from jobs.schedule_install import (
+from jobs.schedule.install import (
     Check,
     install_launchagent,
     install_systemd,
@@ -27,8 +27,9 @@ from jobs.schedule_install import (
     launchagent_path,
     systemd_user_dir,
 )
-from jobs.schedule_status import scheduler_checks
-from jobs.schedule_units import (
+from jobs.schedule.serve import serve_lock
+from jobs.schedule.status import scheduler_checks
+from jobs.schedule.units import (
     LABEL,
     Target,
     launchagent_plist,
@@ -39,7 +40,6 @@ from jobs.schedule_units import (
     systemd_unquote,
     unit_settings,
 )
-from jobs.scheduler import serve_lock
 
 PLIST_KEYS = {"Label", "ProgramArguments", "StartCalendarInterval", "EnvironmentVariables",
               "WorkingDirectory", "StandardOutPath", "StandardErrorPath", "ProcessType",
@@ -211,7 +211,7 @@ def test_systemd_units_pass_systemd_analyze_verify(home: Path, tmp_path: Path,
     assert done.returncode != 0 and "is not executable" in done.stderr
 
     lines: list[str] = []
-    from jobs.schedule_install import uninstall_systemd
+    from jobs.schedule.install import uninstall_systemd
     assert uninstall_systemd(out=lines.append) == 0
     assert not service.exists() and not timer.exists()
 

@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 
 from jobs.config.load import load_config
-from jobs.schedule_install import (
+from jobs.schedule.install import (
     install_systemd,
     install_target,
     launchagent_path,
     launchd_domain,
     systemd_user_dir,
 )
-from jobs.schedule_status import scheduler_checks
-from jobs.schedule_units import launchagent_plist, render_plist, unit_settings
+from jobs.schedule.status import scheduler_checks
+from jobs.schedule.units import launchagent_plist, render_plist, unit_settings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")

@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 
 from jobs.config.load import load_config
-from jobs.schedule_install import (
+from jobs.schedule.install import (
     install_launchagent,
     install_systemd,
     install_target,
     launchagent_path,
 )
-from jobs.schedule_status import scheduler_checks
-from jobs.schedule_units import launchagent_plist, render_plist
+from jobs.schedule.status import scheduler_checks
+from jobs.schedule.units import launchagent_plist, render_plist
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 TOOLS_PATH = ":".join(dict.fromkeys(

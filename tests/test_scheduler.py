@@ -24,15 +24,15 @@ from scheduler_helpers import (
 
 from jobs.config.load import Config
 from jobs.core.logs import configure_logging
-from jobs.daily import DailyTrigger
-from jobs.jobstore import (
+from jobs.schedule.daily import DailyTrigger
+from jobs.schedule.jobstore import (
     JOB_ID,
     MISFIRE_GRACE_SECONDS,
     build_scheduler,
     daily_trigger,
     stored_next_run,
 )
-from jobs.scheduler import ServeBusy, serve, serve_lock
+from jobs.schedule.serve import ServeBusy, serve, serve_lock
 
 
 @pytest.fixture

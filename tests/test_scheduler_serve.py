@@ -20,8 +20,8 @@ from verify_helpers import ROOT, VerifyRepo, make_verify_repo
 
 from jobs.config.load import load_config
 from jobs.core.logs import configure_logging
-from jobs.jobstore import stored_next_run
-from jobs.scheduler import run_daily_verification
+from jobs.schedule.jobstore import stored_next_run
+from jobs.schedule.serve import run_daily_verification
 
 
 @pytest.fixture

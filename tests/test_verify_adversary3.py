@@ -16,7 +16,7 @@ import pytest
 from verify_helpers import make_verify_repo
 
 from jobs.main import main
-from jobs.schedule_units import unit_settings
+from jobs.schedule.units import unit_settings
 
 TODAY = ("--today", "2026-11-30")
 

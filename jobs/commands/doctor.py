@@ -14,8 +14,8 @@ from jobs.git import repo as git
 from jobs.ledger.spool import SPOOL_DIR, Spool
 from jobs.ledger.store import Ledger, LedgerError
 from jobs.process import recipe as runner
-from jobs.schedule_install import Check
-from jobs.schedule_status import scheduler_checks
+from jobs.schedule.install import Check
+from jobs.schedule.status import scheduler_checks
 from jobs.verify.rules import readiness
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from jobs.config.load import load_config
 from jobs.core.errors import EXIT_FAILED, LoopError
-from jobs.schedule_install import (
+from jobs.schedule.install import (
     install_launchagent,
     install_systemd,
     uninstall_launchagent,

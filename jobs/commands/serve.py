@@ -7,7 +7,7 @@ import os
 from jobs.commands.common import start_logging
 from jobs.config.load import load_config
 from jobs.process import exe
-from jobs.scheduler import serve
+from jobs.schedule.serve import serve
 
 
 def main(*, config_path: str | None) -> int:

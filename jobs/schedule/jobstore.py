@@ -1,6 +1,6 @@
 """The daily job's persistent APScheduler store: the zone and trigger it runs on, the scheduler
 built on the store, and the job kept in it without ever losing a missed run (see
-`jobs.scheduler` for why each choice is made)."""
+`jobs.schedule.serve` for why each choice is made)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from apscheduler.triggers.base import BaseTrigger
 
 from jobs.config.load import Config
 from jobs.core.logs import get_logger
-from jobs.daily import DailyTrigger
+from jobs.schedule.daily import DailyTrigger
 
 JOB_ID = "loop-verify-daily"
 JOB_NAME = "loop-verify daily verification"

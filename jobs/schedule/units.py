@@ -1,6 +1,6 @@
 """The LaunchAgent plist and the systemd service and timer as text: pure generation (paths and
 times in, text out) from the templates in `launchagents/`, so tests can check it exactly.
-Installing them is `jobs.schedule_install`."""
+Installing them is `jobs.schedule.install`."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ class Target:
 def templates_dir() -> Path:
     """`launchagents/` beside the `jobs` package (the project root of a source or editable
     install)."""
-    path = Path(__file__).resolve().parent.parent / "launchagents"
+    path = Path(__file__).resolve().parents[2] / "launchagents"
     if not (path / PLIST_NAME).is_file():
         raise LoopError(f"templates not found: {path} (reinstall loop-jobs from its source tree)")
     return path
@@ -66,7 +66,7 @@ def next_fire_time(hour: int, minute: int, zone: tzinfo, now: datetime) -> datet
 
 def local_machine_zone() -> tzinfo:
     from jobs.config.load import local_zone
-    from jobs.jobstore import machine_zone
+    from jobs.schedule.jobstore import machine_zone
 
     return machine_zone(local_zone())
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from jobs.config.load import Config, load_config
 from jobs.core.errors import LoopError
 from jobs.ledger.store import redact_url
-from jobs.schedule_install import (
+from jobs.schedule.install import (
     Check,
     _run,
     _systemctl,
@@ -24,7 +24,7 @@ from jobs.schedule_install import (
     tools_not_on,
     user_manager_running,
 )
-from jobs.schedule_units import (
+from jobs.schedule.units import (
     SERVICE_NAME,
     TIMER_NAME,
     launchd_time,
@@ -232,8 +232,8 @@ def systemd_check(config: Config, *, now: datetime | None = None,
 def serve_check(config: Config) -> Check | None:
     """A running `loop-verify serve` on this state directory, or None when there is none."""
     from jobs.core.fs import LockBusy, exclusive_lock
-    from jobs.jobstore import stored_next_run
-    from jobs.scheduler import SERVE_LOCK
+    from jobs.schedule.jobstore import stored_next_run
+    from jobs.schedule.serve import SERVE_LOCK
 
     lock = config.state_dir / SERVE_LOCK
     if not lock.exists():

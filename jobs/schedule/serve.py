@@ -48,8 +48,8 @@ from jobs.config.load import Config, load_config
 from jobs.core.errors import EXIT_UNCHECKED, LoopError
 from jobs.core.fs import LockBusy, exclusive_lock
 from jobs.core.logs import get_logger
-from jobs.daily import due_run
-from jobs.jobstore import (
+from jobs.schedule.daily import due_run
+from jobs.schedule.jobstore import (
     JOB_ID,
     MISFIRE_GRACE_SECONDS,
     DailyScheduler,

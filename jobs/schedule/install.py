@@ -22,7 +22,7 @@ from pathlib import Path
 from jobs.config.load import Config
 from jobs.core.errors import EXIT_FAILED, LoopError, UsageError
 from jobs.core.fs import atomic_write
-from jobs.schedule_units import (
+from jobs.schedule.units import (
     LABEL,
     PLIST_NAME,
     SERVICE_NAME,
