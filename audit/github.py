@@ -15,34 +15,10 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from audit.git import seconds_from_env
-from jobs.core.urls import GITHUB_HOSTS
-from jobs.core.urls import (
-    github_repo_from_url as github_repo_from_url,  # re-exported for jobs.review
-)
+from jobs.core.urls import DEFAULT_API_URL, GITHUB_HOSTS, api_base_url
 
 if TYPE_CHECKING:
     from github import GithubException
-
-DEFAULT_API_URL = "https://api.github.com"
-
-
-def api_base_url(env: Mapping[str, str] = os.environ) -> str:
-    """The REST API root: $GITHUB_API_URL (GitHub Enterprise, a test server), else github.com's."""
-    return (env.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/")
-
-
-def github_hosts(env: Mapping[str, str] = os.environ) -> tuple[str, ...]:
-    """Hosts whose remotes are "on GitHub": github.com and the host of $GITHUB_API_URL."""
-    hosts = list(GITHUB_HOSTS)
-    api = env.get("GITHUB_API_URL")
-    if api:
-        host = (urlsplit(api).hostname or "").lower()
-        if host and host not in ("api.github.com",):
-            hosts.append(host)
-            # GHE.com data residency serves the API from api.<subdomain>.ghe.com
-            if host.startswith("api."):
-                hosts.append(host[4:])
-    return tuple(hosts)
 
 
 def find_token(env: Mapping[str, str] = os.environ) -> str | None:

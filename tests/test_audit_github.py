@@ -19,11 +19,11 @@ from audit_helpers import (
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-from audit.github import find_token, github_hosts, read_releases
+from audit.github import find_token, read_releases
 from audit.main import main as audit_main
 from audit.rundir import BEFORE
 from audit.snapshot import snapshot_complete, take_snapshot
-from jobs.core.urls import github_repo_from_url
+from jobs.core.urls import github_hosts, github_repo_from_url
 
 PREFIX = "/api/v3"
 OWNER_NAME = "octo/widgets"

@@ -24,7 +24,6 @@ from typing import Any
 
 from audit.charter import Charter, charter_sha256, load_charter
 from audit.compare import judge
-from audit.github import github_hosts
 from audit.history import gather_history, verify_passing
 from audit.model import FAILING, PATH_VERDICTS, Finding, exit_code
 from audit.pushlog import PushEntry, read_push_log
@@ -44,6 +43,7 @@ from audit.snapshot import take_snapshot
 from audit.snapshot_file import load_snapshot
 from jobs.core.errors import InputError, UsageError
 from jobs.core.fs import atomic_write
+from jobs.core.urls import github_hosts
 
 
 def closeout(*, run_dir: str | None, charter: str | None, push_log: str | None, as_json: bool,

@@ -7,8 +7,9 @@ and a token in the push log matches the remote it names.
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -91,3 +92,25 @@ def redacted_urls(value: Any) -> Any:
     if isinstance(value, list):
         return [redact_url(v) if isinstance(v, str) else v for v in value]
     return value
+
+
+DEFAULT_API_URL = "https://api.github.com"
+
+
+def api_base_url(env: Mapping[str, str] = os.environ) -> str:
+    """The REST API root: $GITHUB_API_URL (GitHub Enterprise, a test server), else github.com's."""
+    return (env.get("GITHUB_API_URL") or DEFAULT_API_URL).rstrip("/")
+
+
+def github_hosts(env: Mapping[str, str] = os.environ) -> tuple[str, ...]:
+    """Hosts whose remotes are "on GitHub": github.com and the host of $GITHUB_API_URL."""
+    hosts = list(GITHUB_HOSTS)
+    api = env.get("GITHUB_API_URL")
+    if api:
+        host = (urlsplit(api).hostname or "").lower()
+        if host and host not in ("api.github.com",):
+            hosts.append(host)
+            # GHE.com data residency serves the API from api.<subdomain>.ghe.com
+            if host.startswith("api."):
+                hosts.append(host[4:])
+    return tuple(hosts)

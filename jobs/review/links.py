@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from audit.github import github_hosts
-from jobs.core.urls import github_remote
+from jobs.core.urls import github_hosts, github_remote
 
 _WEB_ALIASES = {"www.github.com": "github.com", "ssh.github.com": "github.com"}
 
