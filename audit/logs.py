@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from audit.rundir import ENV_VAR
+from audit.evidence.rundir import ENV_VAR
 
 LOG_ENV = "LOOP_PI_AUDIT_LOG"
 RUN_LOG = "audit-log.jsonl"

@@ -1,8 +1,7 @@
 """The audit's data: verdicts, findings, commits and what git said about a branch.
 
-Plain values only, shared by the evidence side (`audit.history`, `audit.snapshot`) and the judge
-(`audit.compare`), so neither has to import the other.
-"""
+Plain values only, shared by the evidence side (`audit.evidence.history`, `audit.evidence.snapshot`)
+and the judge (`audit.judge.compare`), so neither has to import the other. """
 
 from __future__ import annotations
 
@@ -11,7 +10,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from audit.pushlog import ZERO, PushEntry
+from audit.evidence.pushlog import ZERO, PushEntry
 
 
 class Verdict(StrEnum):
@@ -33,7 +32,8 @@ NON_FAST_FORWARD = Verdict.NON_FAST_FORWARD
 UNVERIFIED = Verdict.UNVERIFIED
 
 PASSING = frozenset({PUSH_LOGGED, BACKLOG_ONLY, RELEASE_PLEASE, FOREIGN})
-# The passing verdicts a commit gets for the paths it changes (audit.trees reads those again).
+# The passing verdicts a commit gets for the paths it changes (audit.evidence.trees reads those
+# again).
 PATH_VERDICTS = frozenset({BACKLOG_ONLY, RELEASE_PLEASE})
 VIOLATIONS = frozenset({UNGRANTED, NON_FAST_FORWARD})
 FAILING = VIOLATIONS | {UNVERIFIED}
@@ -109,9 +109,9 @@ class BranchHistory:
     problem: str | None = None
     fast_forwards: frozenset[tuple[str, str]] = frozenset()
     rewrites: frozenset[tuple[str, str]] = frozenset()
-    # The reach sets over `commits` (`audit.rules.reach_bits`) of `reach_entries`, the remote's
-    # log entries whose tips are present, when already worked out; else the judge works them
-    # out itself.
+    # The reach sets over `commits` (`audit.judge.rules.reach_bits`) of `reach_entries`, the
+    # remote's log entries whose tips are present, when already worked out; else the judge works
+    # them out itself.
     reach: Mapping[str, int] | None = None
     reach_entries: tuple[PushEntry, ...] | None = None
 

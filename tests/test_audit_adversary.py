@@ -180,7 +180,7 @@ def test_a_replaced_commit_is_judged_as_itself(tmp_path: Path) -> None:
 
 
 def test_hardened_reads_carry_every_neutralising_option() -> None:
-    from audit.git import HARDENED_CONFIG, hardened_argv
+    from audit.evidence.git import HARDENED_CONFIG, hardened_argv
     argv = hardened_argv("log")
     assert "--no-replace-objects" in argv
     pairs = dict(HARDENED_CONFIG)
@@ -418,8 +418,8 @@ def test_consecutive_passing_commits_are_one_finding_failing_ones_stay_alone(
 
 
 def test_fast_writers_match_json_dumps_byte_for_byte() -> None:
+    from audit.evidence.rundir import dump_json
     from audit.report import _finding_json
-    from audit.rundir import dump_json
 
     odd = ["plain", "é ünïcödé", 'quote " and \\ backslash', "tab\tnew\nline\x00\x1f", "\u2028",
            "emoji 😀", ""]
@@ -450,7 +450,7 @@ def test_listing_outside_the_clone_keeps_its_credential_header_and_nothing_else(
         tmp_path: Path, httpserver: HTTPServer) -> None:
     """A CI checkout keeps its token in `http.<url>.extraHeader`: ls-remote outside the clone
     still sends that Authorization header, and no other header the run could add."""
-    from audit.snapshot import take_snapshot
+    from audit.evidence.snapshot import take_snapshot
 
     clone, _bare = make_repo_with_remote(tmp_path)
     url = httpserver.url_for("/o/n.git")

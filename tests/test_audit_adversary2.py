@@ -25,8 +25,8 @@ from audit_helpers import (
     run_cli,
 )
 
+from audit.evidence.snapshot import take_snapshot
 from audit.model import NON_FAST_FORWARD, UNGRANTED, UNVERIFIED, exit_code
-from audit.snapshot import take_snapshot
 
 
 @pytest.fixture(autouse=True)

@@ -27,14 +27,14 @@ from audit_helpers import (
 )
 from pytest_httpserver import HTTPServer
 
-from audit.charter import load_charter
-from audit.compare import judge
-from audit.github import read_releases
-from audit.history import gather_history
+from audit.evidence.charter import load_charter
+from audit.evidence.github import read_releases
+from audit.evidence.history import gather_history
+from audit.evidence.pushlog import PushEntry
+from audit.evidence.snapshot import take_snapshot
+from audit.judge.compare import judge
+from audit.judge.rules import entry_covers_remote
 from audit.model import BACKLOG_ONLY, NON_FAST_FORWARD, PUSH_LOGGED, UNGRANTED, UNVERIFIED
-from audit.pushlog import PushEntry
-from audit.rules import entry_covers_remote
-from audit.snapshot import take_snapshot
 
 
 @pytest.fixture(autouse=True)

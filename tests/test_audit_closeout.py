@@ -25,8 +25,8 @@ from audit_helpers import (
 from pytest_httpserver import HTTPServer
 from werkzeug import Response
 
+from audit.evidence.rundir import AFTER, BEFORE, PUSH_LOG, REPORT_JSON, REPORT_TXT
 from audit.main import main as audit_main
-from audit.rundir import AFTER, BEFORE, PUSH_LOG, REPORT_JSON, REPORT_TXT
 
 FINDING_KEYS = {"repo", "remote", "ref", "kind", "before", "after", "commit", "verdict", "reason"}
 VERDICTS = {"PUSH_LOGGED", "BACKLOG_ONLY", "RELEASE_PLEASE", "FOREIGN", "UNGRANTED",

@@ -27,8 +27,11 @@ from audit_helpers import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from audit.compare import judge
-from audit.history import gather_history, parse_history
+from audit.evidence.history import gather_history, parse_history
+from audit.evidence.pushlog import PushEntry
+from audit.evidence.snapshot import take_snapshot
+from audit.judge.compare import judge
+from audit.judge.rules import reach_bits
 from audit.model import (
     BACKLOG_ONLY,
     FOREIGN,
@@ -40,9 +43,6 @@ from audit.model import (
     Commit,
     exit_code,
 )
-from audit.pushlog import PushEntry
-from audit.rules import reach_bits
-from audit.snapshot import take_snapshot
 
 
 @pytest.fixture(autouse=True)
@@ -608,7 +608,7 @@ def test_a_logged_push_to_a_repository_never_snapshotted_is_unverified(tmp_path:
 
 
 def test_entry_ancestry_reads_fast_forwards_off_the_graph() -> None:
-    from audit.rules import entry_ancestry
+    from audit.judge.rules import entry_ancestry
 
     # r <- x <- y <- z, with r excluded (the before tip): git listed only z, y, x.
     r, x, y, z, q = "1" * 40, "2" * 40, "3" * 40, "4" * 40, "5" * 40

@@ -19,10 +19,10 @@ from audit_helpers import (
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-from audit.github import find_token, read_releases
+from audit.evidence.github import find_token, read_releases
+from audit.evidence.rundir import BEFORE
+from audit.evidence.snapshot import snapshot_complete, take_snapshot
 from audit.main import main as audit_main
-from audit.rundir import BEFORE
-from audit.snapshot import snapshot_complete, take_snapshot
 from jobs.core.urls import github_hosts, github_repo_from_url
 
 PREFIX = "/api/v3"

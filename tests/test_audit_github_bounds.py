@@ -15,10 +15,10 @@ from audit_helpers import env_with, gh_release, git, isolate_git, make_repo_with
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-from audit.github import api_base_for, github_cap
+from audit.evidence.github import api_base_for, github_cap
+from audit.evidence.rundir import BEFORE
+from audit.evidence.snapshot import take_snapshot
 from audit.main import main as audit_main
-from audit.rundir import BEFORE
-from audit.snapshot import take_snapshot
 from jobs.core.urls import DEFAULT_API_URL
 
 PREFIX = "/api/v3"

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from audit_helpers import ZERO, commit, git, isolate_git, make_repo_with_remote, rev
 
+from audit.evidence.pushlog import PushEntry, read_push_log, same_repo
+from audit.evidence.rundir import PUSH_LOG
 from audit.main import main as audit_main
-from audit.pushlog import PushEntry, read_push_log, same_repo
-from audit.rundir import PUSH_LOG
 
 
 @pytest.fixture(autouse=True)
@@ -269,7 +269,7 @@ def test_a_repository_with_its_own_audit_package_cannot_hijack_the_hook(
     (clone / "audit").mkdir()
     (clone / "audit" / "__init__.py").write_text("")
     (clone / "audit" / "hook.py").write_text("raise SystemExit('hijacked')\n")
-    new = commit(clone, "audit/hook.py", "raise SystemExit('hijacked')\n", "a look-alike")
+    new = commit(clone, "audit/evidence/hook.py", "raise SystemExit('hijacked')\n", "a look-alike")
     done = push(clone, "origin", "HEAD:refs/heads/lookalike")
     assert done.returncode == 0 and "hijacked" not in done.stderr
     assert logged(run_dir) == [("origin", "refs/heads/lookalike", ZERO, new)]

@@ -19,10 +19,10 @@ from audit_helpers import (
     rev,
 )
 
+from audit.evidence.rundir import BEFORE
+from audit.evidence.snapshot import snapshot_complete, take_snapshot
+from audit.evidence.snapshot_file import load_snapshot
 from audit.main import main as audit_main
-from audit.rundir import BEFORE
-from audit.snapshot import snapshot_complete, take_snapshot
-from audit.snapshot_file import load_snapshot
 
 NOT_APPLICABLE = {"available": True, "releases": [], "note": "no remote on a GitHub host",
                   "github_repo": None, "github_repos": []}

@@ -1,12 +1,12 @@
-"""audit.trees on plain data: tree objects read back, and paths worked out from them."""
+"""audit.evidence.trees on plain data: tree objects read back, and paths worked out from them."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
 
+from audit.evidence.trees import commit_tree, recheck_paths, tree_entries
 from audit.model import Commit
-from audit.trees import commit_tree, recheck_paths, tree_entries
 
 
 def _tree(*entries: tuple[bytes, bytes, str]) -> bytes:

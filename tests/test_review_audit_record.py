@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from audit_helpers import commit, env_with, git, isolate_git, make_repo_with_remote, run_cli
 
-from audit.rundir import AFTER, BEFORE
+from audit.evidence.rundir import AFTER, BEFORE
 
 ROOT = Path(__file__).resolve().parent.parent
 

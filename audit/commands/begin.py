@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from audit.charter import load_charter
-from audit.rundir import (
+from audit.evidence.charter import load_charter
+from audit.evidence.rundir import (
     AFTER,
     BEFORE,
     PUSH_LOG,
@@ -17,13 +17,13 @@ from audit.rundir import (
     run_lock,
     write_json,
 )
-from audit.snapshot import (
+from audit.evidence.snapshot import (
     require_repository,
     snapshot_complete,
     summarize,
     take_snapshot,
 )
-from audit.snapshot_file import load_snapshot
+from audit.evidence.snapshot_file import load_snapshot
 from jobs.core.errors import EXIT_FAILED, EXIT_OK, UsageError
 
 

@@ -22,14 +22,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from audit.charter import Charter, charter_sha256, load_charter
-from audit.compare import judge
-from audit.history import gather_history, verify_passing
-from audit.model import FAILING, PATH_VERDICTS, Finding, exit_code
-from audit.pushlog import PushEntry, read_push_log
-from audit.record import record_audit
-from audit.report import render_both, render_json, render_text
-from audit.rundir import (
+from audit.evidence.charter import Charter, charter_sha256, load_charter
+from audit.evidence.history import gather_history, verify_passing
+from audit.evidence.pushlog import PushEntry, read_push_log
+from audit.evidence.rundir import (
     AFTER,
     BEFORE,
     PUSH_LOG,
@@ -39,8 +35,12 @@ from audit.rundir import (
     run_lock,
     write_json,
 )
-from audit.snapshot import take_snapshot
-from audit.snapshot_file import load_snapshot
+from audit.evidence.snapshot import take_snapshot
+from audit.evidence.snapshot_file import load_snapshot
+from audit.judge.compare import judge
+from audit.model import FAILING, PATH_VERDICTS, Finding, exit_code
+from audit.record import record_audit
+from audit.report import render_both, render_json, render_text
 from jobs.core.errors import InputError, UsageError
 from jobs.core.fs import atomic_write
 from jobs.core.urls import github_hosts

@@ -6,9 +6,9 @@ import os
 import sys
 from pathlib import Path
 
-from audit import hook
-from audit.rundir import ENV_VAR
-from audit.snapshot import require_repository
+from audit.evidence import hook
+from audit.evidence.rundir import ENV_VAR
+from audit.evidence.snapshot import require_repository
 from jobs.core.errors import EXIT_OK
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 
-from audit.pushlog import append_push, is_sha
-from audit.rundir import resolve_run_dir
+from audit.evidence.pushlog import append_push, is_sha
+from audit.evidence.rundir import resolve_run_dir
 from jobs.core.errors import EXIT_OK, UsageError
 
 SOURCE = "record-push"

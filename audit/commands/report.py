@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from audit.rundir import REPORT_JSON, REPORT_TXT, resolve_run_dir, run_lock
+from audit.evidence.rundir import REPORT_JSON, REPORT_TXT, resolve_run_dir, run_lock
 from jobs.core.errors import InputError, UsageError
 from jobs.core.fs import read_regular
 

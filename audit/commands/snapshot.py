@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from audit.rundir import write_json
-from audit.snapshot import require_repository, snapshot_complete, summarize, take_snapshot
+from audit.evidence.rundir import write_json
+from audit.evidence.snapshot import require_repository, snapshot_complete, summarize, take_snapshot
 from jobs.core.errors import EXIT_OK
 
 

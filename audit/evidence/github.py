@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from audit.git import seconds_from_env
+from audit.evidence.git import seconds_from_env
 from jobs.core.urls import DEFAULT_API_URL, GITHUB_HOSTS, api_base_url
 
 if TYPE_CHECKING:

@@ -1,8 +1,8 @@
 """Judgement: every difference between a before and an after snapshot gets one verdict.
 
 Pure functions only. What git knows about the history of a moved default branch arrives as a
-`History` built by `audit.history`; nothing in here starts a process, so every rule can be tested
-on plain data and the whole judgement costs a fixed number of git processes per changed ref.
+`History` built by `audit.evidence.history`; nothing in here starts a process, so every rule can be
+tested on plain data and the whole judgement costs a fixed number of git processes per changed ref.
 
 The decisions taken where the contract is silent (how merges, added or deleted default branches,
 remotes sharing a URL, FOREIGN and release-please commits are judged, and how a branch finding
@@ -15,7 +15,26 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from audit.charter import Charter
+from audit.evidence.charter import Charter
+from audit.evidence.pushlog import ZERO, PushEntry
+from audit.judge.release import ReleaseJudge
+from audit.judge.rules import (
+    BACKLOG_DIR,
+    EntryIndex,
+    chain,
+    covering,
+    default_branch,
+    first_entry,
+    judged_branch,
+    lines,
+    new_bit,
+    new_bits,
+    noun,
+    paths_note,
+    ranges_holding,
+    reach_bits,
+    ref_changes,
+)
 from audit.model import (
     BACKLOG_ONLY,
     FOREIGN,
@@ -33,25 +52,6 @@ from audit.model import (
     most_severe,
     short,
     sort_findings,
-)
-from audit.pushlog import ZERO, PushEntry
-from audit.release_judge import ReleaseJudge
-from audit.rules import (
-    BACKLOG_DIR,
-    EntryIndex,
-    chain,
-    covering,
-    default_branch,
-    first_entry,
-    judged_branch,
-    lines,
-    new_bit,
-    new_bits,
-    noun,
-    paths_note,
-    ranges_holding,
-    reach_bits,
-    ref_changes,
 )
 from jobs.core.urls import redacted_urls
 

@@ -8,8 +8,8 @@ range together with the push log's tips for that remote, one `git log --no-walk 
 gitlinks of the commits that change only `backlog/`, `rev-list --ancestry-path` and a
 `cat-file --batch` only for a logged push the graph cannot settle, and (`verify_passing`, for a
 branch that would pass) one `cat-file --batch` that checks each commit against its name, plus
-one per level of the trees of the commits that pass because of their paths (`audit.trees`).
-Which log entry covers which commit is then worked out in Python (`audit.rules.reach_bits`).
+one per level of the trees of the commits that pass because of their paths (`audit.evidence.trees`).
+Which log entry covers which commit is then worked out in Python (`audit.judge.rules.reach_bits`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
-from audit.git import (
+from audit.evidence.git import (
     GitFailed,
     absolute_url,
     ancestry_path,
@@ -30,9 +30,10 @@ from audit.git import (
     object_types,
     stored_objects,
 )
-from audit.model import BranchHistory, Change, Commit, History
-from audit.pushlog import ZERO, PushEntry, same_repo
-from audit.rules import (
+from audit.evidence.pushlog import ZERO, PushEntry, same_repo
+from audit.evidence.snapshot import read_remote_config
+from audit.evidence.trees import commit_parents, recheck_paths
+from audit.judge.rules import (
     BACKLOG_DIR,
     covering,
     default_branch,
@@ -40,8 +41,7 @@ from audit.rules import (
     judged_branch,
     reach_bits,
 )
-from audit.snapshot import read_remote_config
-from audit.trees import commit_parents, recheck_paths
+from audit.model import BranchHistory, Change, Commit, History
 from jobs.core.urls import redact_text
 
 PRIVATE_NAMESPACE = "refs/loop-pi-audit"
@@ -220,8 +220,8 @@ def verify_passing(history: History, failing: set[tuple[str, str, str]],
                    ) -> History:
     """Check every commit of each branch not already failing against its name, and work out
     again from checked trees what each commit in `by_paths` changes (those that pass because
-    of their paths; `audit.trees`): one `cat-file --batch` per such branch, and one per level
-    of the trees read. A branch whose history holds an edited object cannot be judged. A
+    of their paths; `audit.evidence.trees`): one `cat-file --batch` per such branch, and one
+    per level of the trees read. A branch whose history holds an edited object cannot be judged. A
     failing branch is left alone, since an edited object could not make it worse for the run;
     so a run that fails anyway pays nothing for the check."""
     branches = dict(history.branches)
@@ -317,10 +317,10 @@ def checked_ancestor(repo: str, old: str, new: str) -> bool | None:
 
 
 def parse_history(text: str) -> list[Commit]:
-    """Parse `audit.git.history_log` output (see HISTORY_FORMAT): NUL, a header, NUL, then the
-    commit's paths (the first after a newline), each NUL-terminated; an empty field marks the
-    next header. A merge comes once per parent: its paths are the union of its changes against
-    each of them."""
+    """Parse `audit.evidence.git.history_log` output (see HISTORY_FORMAT): NUL, a header, NUL, then
+    the commit's paths (the first after a newline), each NUL-terminated; an empty field marks the
+    next header. A merge comes once per parent: its paths are the union of its changes against each
+    of them."""
     commits: list[Commit] = []
     tokens = text.split("\0")
     i, n = (1 if tokens and tokens[0] == "" else 0), len(tokens)

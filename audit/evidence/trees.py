@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 
-from audit import git
+from audit.evidence import git
+from audit.judge.rules import BACKLOG_DIR
 from audit.model import Commit
-from audit.rules import BACKLOG_DIR
 
 TREE_MODE = b"40000"
 # gitlinks and symbolic links, as tree objects spell their modes
@@ -105,7 +105,7 @@ def recheck_paths(commits: Iterable[Commit], objects: Mapping[str, tuple[str, by
         tree = commit_tree(got[1]) if got is not None and got[0] == "commit" else None
         if tree is None:
             return f"commit {c.sha[:12]} could not be read back from a checked object"
-        # Gitlinks are read only for a commit that changes backlog/ alone (audit.history).
+        # Gitlinks are read only for a commit that changes backlog/ alone (audit.evidence.history).
         backlog_only = all(p.startswith(BACKLOG_DIR) for p in c.paths)
         expected[c.sha] = (set(c.paths), set(c.gitlinks) if backlog_only else None)
         for parent in c.parents or (None,):

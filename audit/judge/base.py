@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from audit.charter import Charter
+from audit.evidence.charter import Charter
+from audit.evidence.pushlog import PushEntry
+from audit.judge.rules import EntryIndex, covering
 from audit.model import Finding, History
-from audit.pushlog import PushEntry
-from audit.rules import EntryIndex, covering
 from jobs.core.urls import github_repo_from_url
 
 

@@ -14,8 +14,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from audit.git import GitFailed, absolute_url, ls_remote, remote_timeout, run_git
-from audit.github import Deadline, api_base_for, find_token, github_cap, prepare, read_releases
+from audit.evidence.git import GitFailed, absolute_url, ls_remote, remote_timeout, run_git
+from audit.evidence.github import (
+    Deadline,
+    api_base_for,
+    find_token,
+    github_cap,
+    prepare,
+    read_releases,
+)
 from jobs.core.errors import UsageError
 from jobs.core.urls import github_hosts, github_remote, redact_text, redact_url
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from audit.git import GitFailed, run_git
-from audit.rundir import PUSH_LOG, run_lock
+from audit.evidence.git import GitFailed, run_git
+from audit.evidence.rundir import PUSH_LOG, run_lock
 from jobs.core.errors import InputError
 from jobs.core.fs import fsync_dir, read_regular
 from jobs.core.urls import redact_url

@@ -6,19 +6,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from audit.charter import grants_release_please
-from audit.judge_base import JudgeBase
-from audit.model import (
-    PUSH_LOGGED,
-    RELEASE_BOTS,
-    RELEASE_PLEASE,
-    UNGRANTED,
-    UNVERIFIED,
-    Change,
-    Commit,
-    short,
-)
-from audit.rules import (
+from audit.evidence.charter import grants_release_please
+from audit.judge.base import JudgeBase
+from audit.judge.rules import (
     LOCAL,
     PEELED,
     EntryIndex,
@@ -28,6 +18,16 @@ from audit.rules import (
     lines,
     paths_note,
     ref_changes,
+)
+from audit.model import (
+    PUSH_LOGGED,
+    RELEASE_BOTS,
+    RELEASE_PLEASE,
+    UNGRANTED,
+    UNVERIFIED,
+    Change,
+    Commit,
+    short,
 )
 
 

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from audit.git import GitFailed, is_tracked, run_git
-from audit.pushlog import append_pushes, is_sha
-from audit.rundir import ENV_VAR
+from audit.evidence.git import GitFailed, is_tracked, run_git
+from audit.evidence.pushlog import append_pushes, is_sha
+from audit.evidence.rundir import ENV_VAR
 from jobs.core.errors import LoopError, UsageError
 from jobs.core.fs import atomic_write
 
@@ -69,7 +69,7 @@ def hook_script(python: str, run_dir: Path | None, chained: Path) -> str:
         "# Installed by `loop-pi-audit hook install`; remove with `loop-pi-audit hook uninstall`.\n"
         # -P: the repository being pushed is the cwd and must not shadow our modules (not -I,
         # which would also drop a --user install's site-packages).
-        f"exec {q(python)} -P -m audit.hook pre-push {q(str(run_dir) if run_dir else '')} "
+        f"exec {q(python)} -P -m audit.evidence.hook pre-push {q(str(run_dir) if run_dir else '')} "
         f"{q(str(chained))} \"$@\"\n")
 
 
@@ -173,7 +173,7 @@ def run_pre_push(installed_run_dir: str, chained: str, hook_args: Sequence[str],
 def _remote_named_by(url: str) -> str | None:
     """git passes the URL as the remote's name when a push names a URL, not a remote; the
     snapshot knows remotes by name, so use the remote configured with that URL, if any."""
-    from audit.snapshot import read_remote_config  # only here: it pulls in PyGithub
+    from audit.evidence.snapshot import read_remote_config  # only here: it pulls in PyGithub
 
     try:
         remotes = read_remote_config(os.getcwd())

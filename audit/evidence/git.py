@@ -209,7 +209,7 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Judgement side (used by audit/history.py; owned by the closeout/compare work).
+# Judgement side (used by audit/evidence/history.py; owned by the closeout/compare work).
 # Bulk reads only: one process per repository or per changed ref, never one per commit.
 # ---------------------------------------------------------------------------------------------
 

@@ -1,0 +1,2 @@
+"""The audit's judgement: every difference between two snapshots gets one verdict, by the SPEC's
+rules."""
