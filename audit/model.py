@@ -1,19 +1,21 @@
 """The audit's data: verdicts, findings, commits and what git said about a branch.
 
-Plain values only, shared by the evidence side (`audit.evidence.history`, `audit.evidence.snapshot`)
-and the judge (`audit.judge.compare`), so neither has to import the other. """
+Plain values only, shared by the evidence side (`audit.evidence.history`,
+`audit.evidence.snapshot`) and the judge (`audit.judge.compare`), so neither has to import the
+other: the push log's entries and the charter's grants are defined here, read from their files
+by `audit.evidence.pushlog` and `audit.evidence.charter`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
-from audit.evidence.pushlog import ZERO, PushEntry
 
-
-class Verdict(StrEnum):
+class FindingVerdict(StrEnum):
     PUSH_LOGGED = "PUSH_LOGGED"
     BACKLOG_ONLY = "BACKLOG_ONLY"
     RELEASE_PLEASE = "RELEASE_PLEASE"
@@ -23,13 +25,13 @@ class Verdict(StrEnum):
     UNVERIFIED = "UNVERIFIED"
 
 
-PUSH_LOGGED = Verdict.PUSH_LOGGED
-BACKLOG_ONLY = Verdict.BACKLOG_ONLY
-RELEASE_PLEASE = Verdict.RELEASE_PLEASE
-FOREIGN = Verdict.FOREIGN
-UNGRANTED = Verdict.UNGRANTED
-NON_FAST_FORWARD = Verdict.NON_FAST_FORWARD
-UNVERIFIED = Verdict.UNVERIFIED
+PUSH_LOGGED = FindingVerdict.PUSH_LOGGED
+BACKLOG_ONLY = FindingVerdict.BACKLOG_ONLY
+RELEASE_PLEASE = FindingVerdict.RELEASE_PLEASE
+FOREIGN = FindingVerdict.FOREIGN
+UNGRANTED = FindingVerdict.UNGRANTED
+NON_FAST_FORWARD = FindingVerdict.NON_FAST_FORWARD
+UNVERIFIED = FindingVerdict.UNVERIFIED
 
 PASSING = frozenset({PUSH_LOGGED, BACKLOG_ONLY, RELEASE_PLEASE, FOREIGN})
 # The passing verdicts a commit gets for the paths it changes (audit.evidence.trees reads those
@@ -166,3 +168,42 @@ def short(sha: str | None) -> str:
 def most_severe(verdicts: Iterable[str]) -> str:
     present = set(verdicts)
     return next(v for v in SEVERITY if v in present)
+
+
+ZERO = "0" * 40
+
+
+@dataclass(frozen=True)
+class PushEntry:
+    repo: str
+    remote: str
+    ref: str
+    old: str
+    new: str
+    at: str
+    source: str
+    line: int
+
+
+@dataclass(frozen=True)
+class Grant:
+    kind: str
+    repo: str
+
+
+@dataclass(frozen=True)
+class Charter:
+    path: Path
+    repo: str
+    loop: int
+    grants: tuple[Grant, ...]
+    session: str | None
+    sha256: str
+
+
+def grants_release_please(charter: Charter | None, github_repo: str | None) -> bool:
+    """Does the charter grant `release-please` for this GitHub `owner/name`?"""
+    if charter is None or not github_repo:
+        return False
+    wanted = github_repo.lower()
+    return any(g.kind == "release-please" and g.repo.lower() == wanted for g in charter.grants)

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from inprocess import FORCE_SUBPROCESS, loop_pi_audit
 
-from audit.evidence.charter import Charter, load_charter
+from audit.evidence.charter import load_charter
 from audit.evidence.history import gather_history
 from audit.evidence.pushlog import read_push_log
 from audit.evidence.snapshot import take_snapshot
 from audit.judge.compare import judge
-from audit.model import Finding
+from audit.model import Charter, Finding
 
 ROOT = Path(__file__).resolve().parent.parent
 ZERO = "0" * 40

@@ -30,11 +30,17 @@ from pytest_httpserver import HTTPServer
 from audit.evidence.charter import load_charter
 from audit.evidence.github import read_releases
 from audit.evidence.history import gather_history
-from audit.evidence.pushlog import PushEntry
 from audit.evidence.snapshot import take_snapshot
 from audit.judge.compare import judge
 from audit.judge.rules import entry_covers_remote
-from audit.model import BACKLOG_ONLY, NON_FAST_FORWARD, PUSH_LOGGED, UNGRANTED, UNVERIFIED
+from audit.model import (
+    BACKLOG_ONLY,
+    NON_FAST_FORWARD,
+    PUSH_LOGGED,
+    UNGRANTED,
+    UNVERIFIED,
+    PushEntry,
+)
 
 
 @pytest.fixture(autouse=True)

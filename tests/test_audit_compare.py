@@ -28,7 +28,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from audit.evidence.history import gather_history, parse_history
-from audit.evidence.pushlog import PushEntry
 from audit.evidence.snapshot import take_snapshot
 from audit.judge.compare import judge
 from audit.judge.rules import reach_bits
@@ -41,6 +40,7 @@ from audit.model import (
     UNGRANTED,
     UNVERIFIED,
     Commit,
+    PushEntry,
     exit_code,
 )
 

@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 from audit_helpers import env_with, git, isolate_git, make_repo_with_remote, run_cli
 
-from audit.evidence.charter import Grant, charter_sha256, grants_release_please, load_charter
-from audit.evidence.pushlog import ZERO, append_push, read_push_log, same_repo
+from audit.evidence.charter import charter_sha256, load_charter
+from audit.evidence.pushlog import append_push, read_push_log, same_repo
 from audit.evidence.rundir import BEFORE, PUSH_LOG, resolve_run_dir, write_json
 from audit.evidence.snapshot_file import load_snapshot
 from audit.main import main as audit_main
+from audit.model import ZERO, Grant, grants_release_please
 from jobs.core.errors import InputError, UsageError
 
 SHA_A = "a" * 40

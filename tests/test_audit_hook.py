@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 from audit_helpers import ZERO, commit, git, isolate_git, make_repo_with_remote, rev
 
-from audit.evidence.pushlog import PushEntry, read_push_log, same_repo
+from audit.evidence.pushlog import read_push_log, same_repo
 from audit.evidence.rundir import PUSH_LOG
 from audit.main import main as audit_main
+from audit.model import PushEntry
 
 
 @pytest.fixture(autouse=True)

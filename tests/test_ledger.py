@@ -12,7 +12,8 @@ from pg_helpers import PgServer
 from verify_helpers import make_verify_repo
 
 from jobs.core.errors import LoopError
-from jobs.ledger.store import Attempt, Ledger, LedgerError
+from jobs.ledger.model import Attempt
+from jobs.ledger.store import Ledger, LedgerError
 
 
 def attempt(repo: str, verdict: str, started: datetime, **kw: object) -> Attempt:

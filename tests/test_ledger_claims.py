@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from jobs.ledger import claims
-from jobs.ledger.store import Attempt, Ledger
+from jobs.ledger.model import Attempt
+from jobs.ledger.store import Ledger
 from jobs.verify.claims import normalise_remote
 
 DAY = datetime(2026, 11, 30, 7, 30, tzinfo=UTC)

@@ -25,8 +25,9 @@ from verify_helpers import VerifyRepo, git, kill_marked, make_verify_repo, start
 
 from jobs.ledger import claims
 from jobs.ledger import store as ledger_module
+from jobs.ledger.model import Attempt
 from jobs.ledger.spool import SPOOL_DIR, Spool
-from jobs.ledger.store import Attempt, Ledger, LedgerError
+from jobs.ledger.store import Ledger, LedgerError
 from jobs.verify.claims import normalise_remote
 
 TODAY = ("--today", "2026-11-30")

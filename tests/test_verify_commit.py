@@ -19,7 +19,8 @@ from verify_helpers import VerifyRepo, kill_marked, make_verify_repo, marked_pid
 
 from jobs.config.load import load_config
 from jobs.git import repo as git
-from jobs.ledger.store import Attempt, Ledger
+from jobs.ledger.model import Attempt
+from jobs.ledger.store import Ledger
 from jobs.main import main as verify_main
 
 TODAY = ("--today", "2026-11-30")

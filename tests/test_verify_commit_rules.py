@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from jobs.git.repo import CommitFacts, WorkTreeState
-from jobs.ledger.store import Attempt
+from jobs.ledger.model import Attempt
 from jobs.verify.rules import drift, readiness, recovery
 
 CLEAN = WorkTreeState("main", ())

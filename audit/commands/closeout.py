@@ -22,9 +22,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from audit.evidence.charter import Charter, charter_sha256, load_charter
+from audit.evidence.charter import charter_sha256, load_charter
 from audit.evidence.history import gather_history, verify_passing
-from audit.evidence.pushlog import PushEntry, read_push_log
+from audit.evidence.pushlog import read_push_log
 from audit.evidence.rundir import (
     AFTER,
     BEFORE,
@@ -38,7 +38,7 @@ from audit.evidence.rundir import (
 from audit.evidence.snapshot import take_snapshot
 from audit.evidence.snapshot_file import load_snapshot
 from audit.judge.compare import judge
-from audit.model import FAILING, PATH_VERDICTS, Finding, exit_code
+from audit.model import FAILING, PATH_VERDICTS, Charter, Finding, PushEntry, exit_code
 from audit.record import record_audit
 from audit.report import render_both, render_json, render_text
 from jobs.core.errors import InputError, UsageError

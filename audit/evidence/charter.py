@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
+from audit.model import Charter, Grant
 from jobs.core.errors import InputError
 from jobs.core.fs import read_regular
 
@@ -18,22 +18,6 @@ _KEY = re.compile(r"^\s*(?:[-*+]\s+)?(?:\*\*|__)?(?P<key>[A-Za-z][A-Za-z0-9_-]*)
                   r"(?P<colon>:(?:\*\*|__)?|(?:\*\*|__):)\s*(?P<value>.*?)\s*$")
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _OWNER_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]*)/[A-Za-z0-9._-]+$")
-
-
-@dataclass(frozen=True)
-class Grant:
-    kind: str
-    repo: str
-
-
-@dataclass(frozen=True)
-class Charter:
-    path: Path
-    repo: str
-    loop: int
-    grants: tuple[Grant, ...]
-    session: str | None
-    sha256: str
 
 
 def charter_sha256(path: Path) -> str:
@@ -89,14 +73,6 @@ def load_charter(path: Path) -> Charter:
             session = value
     return Charter(path=Path(path), repo=title.group("repo"), loop=loop,
                    grants=tuple(grants), session=session, sha256=hashlib.sha256(data).hexdigest())
-
-
-def grants_release_please(charter: Charter | None, github_repo: str | None) -> bool:
-    """Does the charter grant `release-please` for this GitHub `owner/name`?"""
-    if charter is None or not github_repo:
-        return False
-    wanted = github_repo.lower()
-    return any(g.kind == "release-please" and g.repo.lower() == wanted for g in charter.grants)
 
 
 def _parse_authority(path: Path, number: int, value: str) -> list[Grant]:

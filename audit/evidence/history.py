@@ -30,7 +30,7 @@ from audit.evidence.git import (
     object_types,
     stored_objects,
 )
-from audit.evidence.pushlog import ZERO, PushEntry, same_repo
+from audit.evidence.pushlog import same_repo
 from audit.evidence.snapshot import read_remote_config
 from audit.evidence.trees import commit_parents, recheck_paths
 from audit.judge.rules import (
@@ -41,7 +41,7 @@ from audit.judge.rules import (
     judged_branch,
     reach_bits,
 )
-from audit.model import BranchHistory, Change, Commit, History
+from audit.model import ZERO, BranchHistory, Change, Commit, History, PushEntry
 from jobs.core.urls import redact_text
 
 PRIVATE_NAMESPACE = "refs/loop-pi-audit"

@@ -5,31 +5,18 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from audit.evidence.git import GitFailed, run_git
 from audit.evidence.rundir import PUSH_LOG, run_lock
+from audit.model import PushEntry
 from jobs.core.errors import InputError
 from jobs.core.fs import fsync_dir, read_regular
 from jobs.core.urls import redact_url
 
-ZERO = "0" * 40
 FIELDS = ("repo", "remote", "ref", "old", "new", "at", "source")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
-
-
-@dataclass(frozen=True)
-class PushEntry:
-    repo: str
-    remote: str
-    ref: str
-    old: str
-    new: str
-    at: str
-    source: str
-    line: int
 
 
 def is_sha(value: str) -> bool:

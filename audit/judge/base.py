@@ -6,10 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from audit.evidence.charter import Charter
-from audit.evidence.pushlog import PushEntry
 from audit.judge.rules import EntryIndex, covering
-from audit.model import Finding, History
+from audit.model import Charter, Finding, History, PushEntry
 from jobs.core.urls import github_repo_from_url
 
 

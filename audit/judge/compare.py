@@ -15,8 +15,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from audit.evidence.charter import Charter
-from audit.evidence.pushlog import ZERO, PushEntry
 from audit.judge.release import ReleaseJudge
 from audit.judge.rules import (
     BACKLOG_DIR,
@@ -44,11 +42,14 @@ from audit.model import (
     SEVERITY,
     UNGRANTED,
     UNVERIFIED,
+    ZERO,
     BranchHistory,
     Change,
+    Charter,
     Commit,
     Finding,
     History,
+    PushEntry,
     most_severe,
     short,
     sort_findings,

@@ -6,7 +6,6 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from audit.evidence.charter import grants_release_please
 from audit.judge.base import JudgeBase
 from audit.judge.rules import (
     LOCAL,
@@ -27,6 +26,7 @@ from audit.model import (
     UNVERIFIED,
     Change,
     Commit,
+    grants_release_please,
     short,
 )
 

@@ -10,8 +10,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote
 
-from audit.evidence.pushlog import ZERO, PushEntry
-from audit.model import Change, Commit
+from audit.model import ZERO, Change, Commit, PushEntry
 from jobs.core.urls import github_remote, redact_url
 
 BACKLOG_DIR = "backlog/"

@@ -6,7 +6,8 @@ import json
 
 from jobs.commands.common import parse_date, setup
 from jobs.config.load import expand_user
-from jobs.ledger.store import Ledger, iso_utc
+from jobs.ledger.model import iso_utc
+from jobs.ledger.store import Ledger
 from jobs.verify.terminal import emit, format_line, one_line, repo_names
 
 

@@ -19,7 +19,8 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from jobs.core.logs import get_logger
-from jobs.ledger.store import Attempt, Ledger, claims, first_line, iso_utc, naive_utc
+from jobs.ledger.model import Attempt, EditState, iso_utc, naive_utc
+from jobs.ledger.store import Ledger, claims, first_line
 
 log = get_logger("loop-jobs.claims")
 
@@ -170,7 +171,7 @@ def apply_spooled(ledger: Ledger, payload: dict[str, Any]) -> None:
 def settlement(claim: Claim, result: Attempt | None) -> dict[str, Any]:
     """What settles the claim after `result`: finished when its verdict reached the task (nobody
     verifies this key again), else released (the task was not judged: any machine may try)."""
-    if result is not None and result.edit_state == "committed":
+    if result is not None and result.edit_state == EditState.COMMITTED:
         return {"op": "finish", "key": claim.key, "run_id": claim.run_id,
                 "verdict": result.verdict, "at": iso_utc(datetime.now(UTC))}
     return {"op": "release", "key": claim.key, "run_id": claim.run_id}

@@ -10,7 +10,8 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from jobs.core.logs import get_logger
 from jobs.ledger import claims
-from jobs.ledger.store import Attempt, Ledger, first_line
+from jobs.ledger.model import Attempt
+from jobs.ledger.store import Ledger, first_line
 
 log = get_logger("loop-jobs.ledger")
 

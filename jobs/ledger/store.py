@@ -25,21 +25,18 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from jobs.core.errors import EXIT_USAGE, LoopError
 from jobs.core.host import default_machine
 from jobs.core.logs import get_logger
+from jobs.ledger.model import WRITTEN, Attempt, EditState, iso_utc, naive_utc
 from jobs.ledger.rows import (
     ADDED_COLUMNS,
     EDIT_STATES,
     VERDICTS,
-    Attempt,
     _metadata,
     attempts,
     claims,
     from_row,
-    iso_utc,
-    naive_utc,
     row_values,
 )
 from jobs.ledger.spool import Spool
-from jobs.verify.rules.verdict import WRITTEN
 
 log = get_logger("loop-jobs.ledger")
 
@@ -320,7 +317,7 @@ class Ledger:
             # Rows from before machines were recorded: a SQLite file is one machine's own.
             mine = sa.or_(mine, attempts.c.machine.is_(None))
         query = (sa.select(attempts)
-                 .where(attempts.c.repo == repo, attempts.c.edit_state == "pending", mine)
+                 .where(attempts.c.repo == repo, attempts.c.edit_state == EditState.PENDING, mine)
                  .order_by(attempts.c.id))
         return list(self._select(query))
 
@@ -331,7 +328,7 @@ class Ledger:
         if self.engine.dialect.name == "sqlite":
             mine = sa.or_(mine, attempts.c.machine.is_(None))
         query = (sa.select(attempts)
-                 .where(attempts.c.repo == repo, attempts.c.edit_state == "restored",
+                 .where(attempts.c.repo == repo, attempts.c.edit_state == EditState.RESTORED,
                         attempts.c.verdict.in_(tuple(WRITTEN)), mine)
                  .order_by(attempts.c.id))
         return list(self._select(query))

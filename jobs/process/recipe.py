@@ -47,7 +47,7 @@ _JUST_SIGNALLED = re.compile(r"^error: recipe `(?P<recipe>[^`]+)` was terminated
                              r"(?:on line \d+ )?by signal (?P<signal>\d+)\s*$",
                              re.IGNORECASE | re.MULTILINE)
 
-Outcome = Literal["exited", "timed_out", "interrupted", "error"]
+RecipeEnd = Literal["exited", "timed_out", "interrupted", "error"]
 
 
 class RecipeError(Exception):
@@ -69,7 +69,7 @@ class JustfileInvalid(Exception):
 
 @dataclass(frozen=True)
 class RecipeResult:
-    outcome: Outcome
+    outcome: RecipeEnd
     exit_code: int | None
     duration: float
     output_path: Path
@@ -321,7 +321,7 @@ def _leader_exited(proc: subprocess.Popen[bytes]) -> bool:
 
 
 def _wait(tracker: proctree.Tracker, proc: subprocess.Popen[bytes], deadline: float,
-          tick: _Ticker, stop: threading.Event | None) -> Outcome:
+          tick: _Ticker, stop: threading.Event | None) -> RecipeEnd:
     # Where a pidfd exists it wakes us the moment `just` exits; elsewhere the first waits are
     # short, so a quick recipe is not charged a whole polling interval.
     try:

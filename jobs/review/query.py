@@ -19,8 +19,8 @@ from jobs.ledger.audits import (
     ensure_audit_tables,
     select_audit_runs,
 )
+from jobs.ledger.model import Verdict
 from jobs.ledger.store import Ledger, LedgerError, attempts
-from jobs.verify.rules.verdict import Verdict
 
 PROBLEM_VERDICTS = (Verdict.FAIL, Verdict.TIMEOUT, Verdict.ERROR, Verdict.DRIFT,
                     Verdict.INTERRUPTED)

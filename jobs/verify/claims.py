@@ -15,7 +15,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from jobs.core.logs import get_logger
 from jobs.git import repo as git
 from jobs.ledger.claims import Claim, Held, claim_key, keep, settle, take
-from jobs.ledger.store import Attempt, Ledger, first_line
+from jobs.ledger.model import Attempt
+from jobs.ledger.store import Ledger, first_line
 
 log = get_logger("loop-jobs.claims")
 

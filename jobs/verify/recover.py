@@ -12,11 +12,10 @@ from pathlib import Path
 from jobs.backlog.scan import write_task
 from jobs.core.logs import get_logger
 from jobs.git import repo as git
-from jobs.ledger.store import Attempt
+from jobs.ledger.model import Attempt, EditState, Verdict
 from jobs.verify import kept
 from jobs.verify.rules import readiness, recovery
 from jobs.verify.rules.edit_plan import sha256
-from jobs.verify.rules.verdict import Verdict
 from jobs.verify.task import RepoContext, check_commit, commit_checked, commit_made
 
 log = get_logger("loop-verify")
@@ -48,7 +47,7 @@ def report_recovered(p: Attempt, note: str, finish: Finish) -> None:
 
 
 def recovered(p: Attempt, how: str, finish: Finish, settled: Finish) -> None:
-    p.edit_state = "committed"
+    p.edit_state = EditState.COMMITTED
     log.info("verify.recovered", repo=p.repo, task=p.task_id, how=how, commit=p.commit_sha)
     report_recovered(p, "verdict of an interrupted run, finished by this one", finish)
     settled(p)
@@ -90,7 +89,7 @@ def recover_pending(ctx: RepoContext, pending: list[Attempt], finish: Finish,
         if decision.action is recovery.Action.ABANDON:
             if len(paths) > 1 and target.exists() and original.exists():
                 target.unlink()
-            p.edit_state = "abandoned"
+            p.edit_state = EditState.ABANDONED
             ctx.ledger.update(p)
             # Its claim is released: the task stays eligible, for any machine.
             settled(p)
@@ -119,7 +118,7 @@ def recover_pending(ctx: RepoContext, pending: list[Attempt], finish: Finish,
             done = check_commit(ctx, head, made, paths)
             if done.sha is None:
                 # A hook added paths: the commit was undone, and with it the edit.
-                p.edit_state = "abandoned"
+                p.edit_state = EditState.ABANDONED
                 ctx.ledger.update(p)
                 undone = ctx.attempt(Verdict.ERROR, reason=(
                     f"the pending edit's commit {done.why_undone()}: commit undone, task file "
@@ -161,7 +160,7 @@ def commit_kept(ctx: RepoContext, rows: list[Attempt], finish: Finish) -> KeptRe
         decision = recovery.decide_kept(row, file_sha256(source), target.exists() and
                                         len(paths) > 1, after is not None)
         if decision.action is not recovery.Action.COMMIT or after is None:
-            row.edit_state = "abandoned"
+            row.edit_state = EditState.ABANDONED
             ctx.ledger.update(row)
             kept.drop(state_dir, row.after_sha256)
             log.info("verify.kept_dropped", repo=str(root), task=row.task_id,
@@ -170,7 +169,7 @@ def commit_kept(ctx: RepoContext, rows: list[Attempt], finish: Finish) -> KeptRe
         before = source.read_bytes()
         # Pending again while written and uncommitted: a run killed now leaves what the
         # pending-edit recovery finishes.
-        row.edit_state = "pending"
+        row.edit_state = EditState.PENDING
         ctx.ledger.update(row)
         target.parent.mkdir(parents=True, exist_ok=True)
         write_task(target, after)
@@ -188,7 +187,7 @@ def commit_kept(ctx: RepoContext, rows: list[Attempt], finish: Finish) -> KeptRe
         if row.task_path is not None:
             out.settled.add(row.task_path)
         if done.sha is not None:
-            row.commit_sha, row.edit_state = done.sha, "committed"
+            row.commit_sha, row.edit_state = done.sha, EditState.COMMITTED
             kept.drop(state_dir, row.after_sha256)
             log.info("verify.recovered", repo=str(root), task=row.task_id,
                      how="committed a verdict whose commit was refused", commit=done.sha)
@@ -197,10 +196,10 @@ def commit_kept(ctx: RepoContext, rows: list[Attempt], finish: Finish) -> KeptRe
         else:
             if done.undone:
                 # Undone: the hook, not the refusal, is the problem now; the task is run afresh.
-                row.edit_state = "abandoned"
+                row.edit_state = EditState.ABANDONED
                 kept.drop(state_dir, row.after_sha256)
             else:
-                row.edit_state = "restored"
+                row.edit_state = EditState.RESTORED
             ctx.ledger.update(row)
             why = (f"its commit {done.why_undone()}: commit undone" if done.undone
                    else str(done.refused))

@@ -26,14 +26,14 @@ from jobs.core.fs import LockBusy, exclusive_lock
 from jobs.core.logs import get_logger
 from jobs.git import repo as git
 from jobs.ledger import claims
+from jobs.ledger.model import FAILING, UNCHECKED, Attempt, EditState, Verdict
 from jobs.ledger.replay import flush_spool
 from jobs.ledger.spool import SPOOL_DIR
-from jobs.ledger.store import Attempt, Ledger
+from jobs.ledger.store import Ledger
 from jobs.process import recipe as runner
 from jobs.verify import claims as clone_claims
 from jobs.verify.recover import commit_kept, recover_pending
 from jobs.verify.rules import eligibility, readiness
-from jobs.verify.rules.verdict import FAILING, UNCHECKED, Verdict
 from jobs.verify.task import RepoContext, Ticker, storable, verify_task
 from jobs.verify.terminal import format_line, repo_name, repo_names
 
@@ -71,7 +71,7 @@ class RunSummary:
         unchecked = {r.verdict for r in self.results if r.claimed_by is None} & UNCHECKED
         # A verdict whose commit was refused never reached the task: that too is unchecked.
         if (unchecked or self.interrupted or self.spooled
-                or any(r.edit_state == "restored" for r in self.results)):
+                or any(r.edit_state == EditState.RESTORED for r in self.results)):
             return EXIT_UNCHECKED
         return EXIT_OK
 

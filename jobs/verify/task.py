@@ -15,12 +15,12 @@ from jobs.config.load import Config, RepoConfig
 from jobs.core.fs import atomic_write
 from jobs.core.logs import get_logger
 from jobs.git import repo as git
-from jobs.ledger.store import Attempt, Ledger
+from jobs.ledger.model import Attempt, EditState, Verdict
+from jobs.ledger.store import Ledger
 from jobs.process import recipe as runner
 from jobs.verify import kept
 from jobs.verify.rules import drift, edit_plan, eligibility
 from jobs.verify.rules import transition as verdicts
-from jobs.verify.rules.verdict import Verdict
 from jobs.verify.terminal import shown
 
 log = get_logger("loop-verify")
@@ -238,7 +238,7 @@ def write_verdict(ctx: RepoContext, task: eligibility.Classified,
     if isinstance(edit, str):
         result.verdict, result.reason = Verdict.ERROR, edit
         return TaskResult(result)
-    result.edit_state = "pending"
+    result.edit_state = EditState.PENDING
     result.before_sha256 = edit_plan.sha256(edit.before)
     result.after_sha256 = edit_plan.sha256(edit.after)
     result.edit_paths = edit.paths
@@ -253,14 +253,14 @@ def write_verdict(ctx: RepoContext, task: eligibility.Classified,
     except OSError as exc:
         if edit.moves:
             edit.target.unlink(missing_ok=True)
-        result.verdict, result.edit_state = Verdict.ERROR, "abandoned"
+        result.verdict, result.edit_state = Verdict.ERROR, EditState.ABANDONED
         result.reason = f"cannot write the task file: {exc}"
         return TaskResult(result)
     if ctx.before_commit is not None:
         ctx.before_commit()
     done = commit_checked(ctx, edit.paths, edit.message, restore=lambda: restore(edit),
                           head=head)
-    settle(ctx, result, done, edit.after)
+    record_commit(ctx, result, done, edit.after)
     result.ended_at = datetime.now(UTC)
     return TaskResult(result, go_on=done.hook_changed is None, repo_error=done.hook_changed)
 
@@ -349,18 +349,18 @@ def tree_after_commit(ctx: RepoContext) -> str | None:
     return drift.hook_changes(git.work_tree_state(ctx.root), ctx.repo.branch)
 
 
-def settle(ctx: RepoContext, result: Attempt, done: Committed, after: bytes) -> None:
+def record_commit(ctx: RepoContext, result: Attempt, done: Committed, after: bytes) -> None:
     """The attempt's verdict, edit state and reason after its checked commit."""
     if done.sha is not None:
-        result.commit_sha, result.edit_state = done.sha, "committed"
+        result.commit_sha, result.edit_state = done.sha, EditState.COMMITTED
     elif done.undone:
         result.reason = (f"the {result.verdict} verdict's commit {done.why_undone()}: "
                          "commit undone, task file restored")
-        result.verdict, result.edit_state = Verdict.ERROR, "restored"
+        result.verdict, result.edit_state = Verdict.ERROR, EditState.RESTORED
     else:
         # Kept, so a later run commits it without running the recipe again.
         kept.save(ctx.config.state_dir, after)
-        result.edit_state = "restored"
+        result.edit_state = EditState.RESTORED
         result.reason = f"commit failed, task file restored: {done.refused}"
         log.error("verify.commit_failed", repo=str(ctx.root), task=result.task_id,
                   reason=done.refused)

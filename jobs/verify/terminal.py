@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from jobs.ledger.store import Attempt
+    from jobs.ledger.model import Attempt
 
 
 def shown(text: str) -> str:

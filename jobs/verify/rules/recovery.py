@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from jobs.ledger.store import Attempt
+from jobs.ledger.model import Attempt
 from jobs.verify.rules.readiness import some_paths
 
 

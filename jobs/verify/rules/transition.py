@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from jobs.backlog import edit as backlog_edit
 from jobs.core.durations import format_duration
 from jobs.core.tail import TAIL_BYTES, TAIL_LINES
-from jobs.verify.rules.verdict import Verdict
+from jobs.ledger.model import Verdict
 
 PASS, FAIL, TIMEOUT = Verdict.PASS, Verdict.FAIL, Verdict.TIMEOUT
 FAILED_LABEL = "verify-failed"

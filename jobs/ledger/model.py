@@ -1,0 +1,103 @@
+"""What the ledger records of one attempt, as plain data: its verdict, the state of its task
+edit, and the Attempt itself. No database here: the pure rules read these types too, and the
+tables and their conversion live in jobs/ledger/rows.py."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+
+class Verdict(StrEnum):
+    """What one attempt came to. A StrEnum: stored in the ledger and printed as its value."""
+
+    PASS = "pass"                # the recipe exited 0: the verify label is removed
+    FAIL = "fail"                # non-zero exit, no justfile, recipe missing: the task reopens
+    TIMEOUT = "timeout"          # killed at the time limit: reopens like a failure
+    REFUSED = "refused"          # the task's verify label or verify-cmd is not acceptable
+    SKIPPED = "skipped"          # the repository (or the rest of it) could not be worked on
+    LOCKED = "locked"            # another loop-verify holds the repository
+    DRIFT = "drift"              # the recipe changed the work tree
+    ERROR = "error"              # an infrastructure fault: the task is left as it was
+    INTERRUPTED = "interrupted"  # a stop signal came before the task was verified
+
+
+# Exit 1: a verification failed.
+FAILING = frozenset({Verdict.FAIL, Verdict.TIMEOUT, Verdict.DRIFT})
+# Exit 3 (when nothing failed): something could not be checked.
+UNCHECKED = frozenset({Verdict.SKIPPED, Verdict.LOCKED, Verdict.ERROR, Verdict.INTERRUPTED})
+# A verdict that edits the task.
+WRITTEN = frozenset({Verdict.PASS, Verdict.FAIL, Verdict.TIMEOUT})
+
+
+class EditState(StrEnum):
+    """The life of a task edit. A StrEnum: stored in the ledger as its value."""
+
+    NONE = "none"              # the verdict writes nothing (or nothing yet)
+    PENDING = "pending"        # written, or about to be, and not yet committed
+    COMMITTED = "committed"    # its commit landed
+    RESTORED = "restored"      # the commit was refused or undone and the file put back
+    ABANDONED = "abandoned"    # the run died before the file was written
+
+
+@dataclass
+class Attempt:
+    run_id: str
+    started_at: datetime
+    repo: str
+    verdict: str
+    ended_at: datetime | None = None
+    task_id: str | None = None
+    task_path: str | None = None
+    label_date: str | None = None
+    recipe: str | None = None
+    reason: str | None = None
+    exit_code: int | None = None
+    duration: float | None = None
+    output_path: str | None = None
+    commit_sha: str | None = None
+    edit_state: EditState = EditState.NONE
+    before_sha256: str | None = None
+    after_sha256: str | None = None
+    edit_paths: list[str] = field(default_factory=list)
+    commit_message: str | None = None
+    machine: str | None = None
+    # The row's identity across retries and the spool; set when first saved.
+    uid: str | None = None
+    # The machine whose live or finished claim made this attempt a `skipped` one.
+    claimed_by: str | None = None
+    id: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        for key in ("started_at", "ended_at"):
+            value = out[key]
+            out[key] = iso_utc(value) if value is not None else None
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Attempt:
+        values = dict(data)
+        for key in ("started_at", "ended_at"):
+            if values.get(key) is not None:
+                values[key] = datetime.strptime(values[key], "%Y-%m-%dT%H:%M:%SZ").replace(
+                    tzinfo=UTC)
+        if values.get("edit_state") is not None:
+            values["edit_state"] = EditState(values["edit_state"])
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in known})
+
+
+def iso_utc(moment: datetime) -> str:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def naive_utc(moment: datetime) -> datetime:
+    # Stored naive in UTC: SQLite keeps no zone, and every reader here means UTC.
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC).replace(tzinfo=None)
+    return moment
