@@ -180,7 +180,7 @@ def test_a_replaced_commit_is_judged_as_itself(tmp_path: Path) -> None:
 
 
 def test_hardened_reads_carry_every_neutralising_option() -> None:
-    from audit.evidence.git import HARDENED_CONFIG, hardened_argv
+    from jobs.git.hardened import HARDENED_CONFIG, hardened_argv
     argv = hardened_argv("log")
     assert "--no-replace-objects" in argv
     pairs = dict(HARDENED_CONFIG)

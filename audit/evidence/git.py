@@ -1,32 +1,20 @@
-"""Running git: argument vectors only, never a prompt, and a bounded wait for anything remote."""
+"""What the audit asks git: history, objects and remote refs, each read in bulk through the one
+runner in its hardened mode (jobs/git/run.py, jobs/git/hardened.py)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
-import signal
-import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from jobs.git import run as git_run
+from jobs.git.hardened import HARDENED_LOG_OPTIONS, hardened_argv
+from jobs.git.run import GitError
+
 DEFAULT_REMOTE_TIMEOUT = 60.0
 TIMEOUT_ENV = "LOOP_PI_GIT_TIMEOUT"
-
-
-class GitFailed(Exception):
-    """git exited non-zero, could not start, or ran past its time."""
-
-    def __init__(self, args: list[str], message: str, returncode: int | None = None,
-                 timed_out: bool = False) -> None:
-        super().__init__(message)
-        self.args_list = args
-        self.message = message
-        self.returncode = returncode
-        self.timed_out = timed_out
-
-    def __str__(self) -> str:
-        return self.message
 
 
 def seconds_from_env(name: str, default: float, env: Mapping[str, str] = os.environ) -> float:
@@ -44,109 +32,12 @@ def remote_timeout(env: Mapping[str, str] = os.environ) -> float:
     return seconds_from_env(TIMEOUT_ENV, DEFAULT_REMOTE_TIMEOUT, env)
 
 
-# GIT_* variables that may reach our git: they choose which user files, credentials, transports
-# and traces apply, never which repository, objects or history git reads. Every other GIT_*
-# variable is dropped: GIT_DIR, GIT_WORK_TREE, GIT_OBJECT_DIRECTORY, GIT_GRAFT_FILE,
-# GIT_REPLACE_REF_BASE, GIT_NAMESPACE, GIT_CONFIG_PARAMETERS/COUNT, GIT_EXTERNAL_DIFF, ... (set,
-# say, when closeout runs from inside a git hook) would point our reads at another repository or
-# change what they report.
-_KEPT_GIT_VARS = frozenset({
-    "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM", "GIT_SSH", "GIT_SSH_COMMAND",
-    "GIT_SSH_VARIANT", "GIT_ASKPASS", "GIT_TERMINAL_PROMPT", "GIT_EXEC_PATH", "GIT_ALLOW_PROTOCOL",
-    "GIT_PROXY_COMMAND", "GIT_CEILING_DIRECTORIES", "GIT_CURL_VERBOSE", "GIT_REDACT_COOKIES",
-})
-_KEPT_GIT_PREFIXES = ("GIT_TRACE", "GIT_SSL_", "GIT_HTTP_", "GIT_PROXY_SSL_", "GIT_AUTHOR_",
-                      "GIT_COMMITTER_")
-# Transports git may use for our reads; a configured remote helper (ext::, a custom
-# `git-remote-*`) could answer anything. GIT_ALLOW_PROTOCOL overrides every protocol.* setting.
-ALLOWED_PROTOCOLS = "file:git:http:https:ssh"
-# No transport at all, for commands that read only the clone.
-NO_PROTOCOL = "none"
-
-# `-c` settings for every git command that reads history or talks to a remote. Command-line
-# settings beat every configuration file (system, global, the clone's own, includeIf), so what
-# the run could have written into them cannot change what these commands report. The list and
-# why each is there: docs/audit.md, "What the run cannot edit".
-HARDENED_CONFIG: tuple[tuple[str, str], ...] = (
-    ("core.commitGraph", "false"),         # a forged commit-graph could answer ancestry wrongly
-    ("core.useReplaceRefs", "false"),      # with --no-replace-objects: history as written
-    ("core.quotePath", "false"),
-    ("core.precomposeUnicode", "false"),
-    ("core.hooksPath", "/dev/null"),       # fetch runs reference-transaction hooks otherwise
-    ("core.fsmonitor", "false"),
-    # A fetch lists an alternate object store's tips with this shell command otherwise.
-    ("core.alternateRefsCommand", "true"),
-    ("core.askPass", ""),
-    ("i18n.logOutputEncoding", "UTF-8"),   # a UTF-16 setting made the log unparseable
-    ("log.showSignature", "false"),
-    ("log.follow", "false"),
-    ("log.decorate", "false"),
-    ("log.abbrevCommit", "false"),
-    ("log.showRoot", "true"),
-    ("log.mailmap", "false"),
-    ("diff.ignoreSubmodules", "none"),     # a moved gitlink is a change
-    ("diff.renames", "false"),
-    ("diff.relative", "false"),            # would hide paths outside the current directory
-    ("diff.noprefix", "false"),
-    ("color.ui", "never"),
-    ("color.diff", "never"),
-    ("trailer.separators", ":"),           # "Claude-Session= x" must not parse as a trailer
-    ("submodule.recurse", "false"),
-    ("fetch.recurseSubmodules", "false"),
-    ("fetch.writeCommitGraph", "false"),
-    ("fetch.prune", "false"),
-    ("fetch.pruneTags", "false"),
-    ("gc.auto", "0"),
-    ("maintenance.auto", "false"),
-    ("protocol.version", "2"),
-)
-# Options of `git log` that restate the settings above where a flag exists: a flag also beats
-# `submodule.<name>.ignore` in `.gitmodules`, which no `-c` can reach.
-HARDENED_LOG_OPTIONS = ("--no-color", "--no-renames", "--no-ext-diff", "--no-textconv",
-                        "--ignore-submodules=none", "--no-relative", "--no-notes",
-                        "--no-show-signature", "--no-decorate", "--encoding=UTF-8", "--no-mailmap")
-
-
-def hardened_argv(*args: str) -> list[str]:
-    """`git` arguments for a command that reads history: no replace refs, every setting above."""
-    argv = ["--no-replace-objects"]
-    for key, value in HARDENED_CONFIG:
-        argv += ["-c", f"{key}={value}"]
-    return [*argv, *args]
-
-
-def git_env(base: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """The environment for every git we start: the repository named and nothing else, and
-    nothing that waits for a human at 7 a.m."""
-    env = {k: v for k, v in base.items()
-           if not k.startswith("GIT_") or k in _KEPT_GIT_VARS or k.startswith(_KEPT_GIT_PREFIXES)}
-    env["GIT_TERMINAL_PROMPT"] = "0"
-    env["GIT_NO_REPLACE_OBJECTS"] = "1"
-    # git 2.44 and later: a missing object is never fetched on its own (older git is held by
-    # GIT_ALLOW_PROTOCOL in run_git).
-    env["GIT_NO_LAZY_FETCH"] = "1"
-    # An empty graft file: `.git/info/grafts` is never read.
-    env["GIT_GRAFT_FILE"] = os.devnull
-    # A user's own GIT_SSH_COMMAND wins (it may carry keys or proxies); ours only adds batch
-    # mode. Either way it beats a core.sshCommand the run could have configured in its clone.
-    env.setdefault("GIT_SSH_COMMAND", "ssh -o BatchMode=yes")
-    # Set (even empty), it beats every core.gitProxy setting.
-    env.setdefault("GIT_PROXY_COMMAND", "")
-    env.setdefault("GIT_ALLOW_PROTOCOL", ALLOWED_PROTOCOLS)
-    env.setdefault("GCM_INTERACTIVE", "never")
-    env["LC_ALL"] = "C"
-    # Fully buffered output: into a pipe git would otherwise flush after every commit of a log,
-    # and each of those small writes wakes the reader (20,000 wake-ups for 20,000 commits).
-    env["GIT_FLUSH"] = "0"
-    return env
-
-
 def run_git(repo: Path | str | None, *args: str, timeout: float | None = None,
             input_text: str | None = None, env: Mapping[str, str] | None = None,
             errors: str = "surrogateescape", config: Sequence[tuple[str, str]] = (),
             network: bool = False) -> str:
-    """Run `git -C repo args...` and return its stdout as text; raise GitFailed on any failure
-    (see `run_git_bytes`)."""
+    """Run `git -C repo args...` in the hardened mode and return its stdout as text; raise
+    GitError on any failure (see `run_git_bytes`)."""
     return run_git_bytes(repo, *args, timeout=timeout, input_text=input_text, env=env,
                          config=config, network=network).decode("utf-8", errors)
 
@@ -154,58 +45,30 @@ def run_git(repo: Path | str | None, *args: str, timeout: float | None = None,
 def run_git_bytes(repo: Path | str | None, *args: str, timeout: float | None = None,
                   input_text: str | None = None, env: Mapping[str, str] | None = None,
                   config: Sequence[tuple[str, str]] = (), network: bool = False) -> bytes:
-    """Run `git -C repo args...` and return its stdout; raise GitFailed on any failure.
+    """Run `git -C repo args...` through the one runner in its hardened mode (jobs/git/run.py)
+    and return its stdout; GitError, saying what git said on stderr, on any other exit than 0.
 
     Only a command given `network=True` (our own fetch and ls-remote, by URL) may reach a
-    remote: any other would do so only to fetch a missing object lazily, which a partial clone
-    does through its promisor remote's configured upload-pack, a command the run chose.
-
-    The child gets a session of its own so that, on timeout, the whole group (ssh, upload-pack,
-    helpers) dies with it; otherwise a grandchild holding the pipe open would keep us waiting.
+    remote. On timeout git and everything it started (ssh, upload-pack, helpers) are killed.
     """
-    argv = ["git"]
-    if repo is not None:
-        argv += ["-C", str(repo)]
-    argv += list(args)
-    child_env = git_env(env or os.environ)
-    if not network:
-        child_env["GIT_ALLOW_PROTOCOL"] = NO_PROTOCOL
-    # Settings for this command only, through the environment rather than argv: they may carry
-    # a token, and argv is visible to every user of the machine.
-    for i, (key, value) in enumerate(config):
-        child_env[f"GIT_CONFIG_KEY_{i}"] = key
-        child_env[f"GIT_CONFIG_VALUE_{i}"] = value
-    if config:
-        child_env["GIT_CONFIG_COUNT"] = str(len(config))
+    argv = ["-C", str(repo), *args] if repo is not None else list(args)
     try:
-        # A fixed argument vector, no shell.
-        proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE if input_text is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env,
-            start_new_session=True)
-    except OSError as exc:
-        raise GitFailed(argv, f"cannot run git: {exc}") from exc
-    data = input_text.encode() if input_text is not None else None
-    try:
-        out, err = proc.communicate(data, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc)
-        proc.communicate()
-        raise GitFailed(argv, f"timed out after {timeout:g}s (killed)", timed_out=True) from None
-    if proc.returncode != 0:
-        lines = [ln.strip() for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
-        detail = " ".join(lines) if lines else f"exit status {proc.returncode}"
+        done = git_run.run(argv, timeout=timeout, grace=0.0,
+                           stdin=input_text.encode() if input_text is not None else None,
+                           env=env, hardened=True, network=network, config=config)
+    except GitError as exc:
+        if exc.timed_out:
+            raise GitError(f"timed out after {timeout:g}s (killed)", argv=exc.argv,
+                           timed_out=True) from None
+        raise GitError(f"cannot run git: {exc}", argv=exc.argv) from None
+    if done.returncode != 0:
+        lines = [ln.strip() for ln in done.stderr.decode("utf-8", "replace").splitlines()
+                 if ln.strip()]
+        detail = " ".join(lines) if lines else f"exit status {done.returncode}"
         if len(detail) > 500:
             detail = detail[:497] + "..."
-        raise GitFailed(argv, detail, returncode=proc.returncode)
-    return out
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        proc.kill()
+        raise GitError(detail, argv=["git", *argv], returncode=done.returncode)
+    return done.stdout
 
 
 # ---------------------------------------------------------------------------------------------
@@ -239,7 +102,7 @@ def object_types(repo: Path | str, shas: list[str]) -> dict[str, str | None]:
 def fetch_for_audit(repo: Path | str, url: str, refspecs: list[str],
                     timeout: float | None = None) -> None:
     """One `git fetch` of `refspecs` from `url` (no tags, no FETCH_HEAD, no hooks, no configured
-    upload-pack: the remote's own settings in the clone are never consulted); raises GitFailed."""
+    upload-pack: the remote's own settings in the clone are never consulted); raises GitError."""
     run_git(repo, *hardened_argv("fetch", "--quiet", "--no-tags", "--no-write-fetch-head",
                                  "--no-auto-gc", "--no-recurse-submodules",
                                  # `--`: no URL or refspec is ever read as an option.
@@ -386,7 +249,7 @@ def is_tracked(repo: Path | str, path: Path | str) -> bool:
     or a repository without one)."""
     try:
         return bool(run_git(repo, *hardened_argv("ls-files", "-z", "--", str(path)), timeout=30))
-    except GitFailed:
+    except GitError:
         return False
 
 

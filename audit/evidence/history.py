@@ -20,7 +20,6 @@ from functools import partial
 from typing import Any
 
 from audit.evidence.git import (
-    GitFailed,
     absolute_url,
     ancestry_path,
     fetch_for_audit,
@@ -43,6 +42,7 @@ from audit.judge.rules import (
 )
 from audit.model import ZERO, BranchHistory, Change, Commit, History, PushEntry
 from jobs.core.urls import redact_text
+from jobs.git.run import GitError
 
 PRIVATE_NAMESPACE = "refs/loop-pi-audit"
 
@@ -102,7 +102,7 @@ def gather_history(before: Mapping[str, Any], after: Mapping[str, Any],
             continue
         try:
             results = _read_repo(repo, work, fetch)
-        except GitFailed as exc:
+        except GitError as exc:
             results = {w.remote: BranchHistory(None, problem=f"git failed in {repo}: {exc}")
                        for w in work}
         for w in work:
@@ -148,7 +148,7 @@ def _fetch_missing(repo: str, work: Sequence[_Work], types: dict[str, str | None
     # redacted): the remote's own settings there (upload-pack, helpers) are never used.
     try:
         config = read_remote_config(repo)
-    except GitFailed as exc:
+    except GitError as exc:
         return types, {w.remote: f"cannot read the remotes' configuration: {exc}" for w in work}
 
     def missing(w: _Work) -> list[str]:
@@ -171,7 +171,7 @@ def _fetch_missing(repo: str, work: Sequence[_Work], types: dict[str, str | None
                 continue
             try:
                 fetch_for_audit(repo, absolute_url(remote.fetch_url, repo), specs)
-            except GitFailed as exc:
+            except GitError as exc:
                 errors[w.remote] = redact_text(f"git fetch {w.remote} failed: {exc}")
         types = {**types, **object_types(repo, [t for w in todo for t in missing(w)])}
     return types, errors
@@ -241,7 +241,7 @@ def verify_passing(history: History, failing: set[tuple[str, str, str]],
                        "object file was edited): the history read cannot be trusted")
             else:
                 why = recheck_paths(judged, objects, partial(stored_objects, repo)) or ""
-        except GitFailed as exc:
+        except GitError as exc:
             why = f"its commits could not be checked: {exc}"
         if why:
             branches[key] = BranchHistory(None, problem=why)
@@ -279,7 +279,7 @@ def _entry_ancestry(repo: str, ref: str, usable: Sequence[PushEntry],
             if pair not in asked:
                 try:
                     asked[pair] = checked_ancestor(repo, *pair)
-                except GitFailed:
+                except GitError:
                     asked[pair] = None
             answer = asked[pair]
         if answer is not None:

@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from audit.evidence.git import GitFailed, is_tracked, run_git
+from audit.evidence.git import is_tracked, run_git
 from audit.evidence.pushlog import append_pushes, is_sha
 from audit.evidence.rundir import ENV_VAR
 from jobs.core.errors import LoopError, UsageError
 from jobs.core.fs import atomic_write
+from jobs.git.run import GitError
 
 MARKER = "# loop-pi-audit pre-push hook"
 CHAINED_SUFFIX = ".loop-pi-audit-chained"
@@ -44,7 +45,7 @@ def hook_paths(repo: Path) -> HookPaths:
     """Where git looks for this repository's pre-push hook (core.hooksPath included)."""
     try:
         out = run_git(repo, "rev-parse", "--git-path", "hooks", timeout=30).strip()
-    except GitFailed as exc:
+    except GitError as exc:
         raise UsageError(f"{repo}: not a git repository ({exc})") from None
     hooks = Path(out)
     if not hooks.is_absolute():
@@ -177,7 +178,7 @@ def _remote_named_by(url: str) -> str | None:
 
     try:
         remotes = read_remote_config(os.getcwd())
-    except GitFailed:
+    except GitError:
         return None
     for remote in remotes.values():
         if url in remote.urls or url in remote.pushurls:

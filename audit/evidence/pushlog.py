@@ -8,12 +8,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from audit.evidence.git import GitFailed, run_git
+from audit.evidence.git import run_git
 from audit.evidence.rundir import PUSH_LOG, run_lock
 from audit.model import PushEntry
 from jobs.core.errors import InputError
 from jobs.core.fs import fsync_dir, read_regular
 from jobs.core.urls import redact_url
+from jobs.git.run import GitError
 
 FIELDS = ("repo", "remote", "ref", "old", "new", "at", "source")
 _SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -151,7 +152,7 @@ def repo_identity(path: str) -> str:
             out = run_git(real, "rev-parse", "--path-format=absolute", "--git-common-dir",
                           timeout=30)
             cached = "git:" + os.path.realpath(out.strip())
-        except GitFailed:
+        except GitError:
             cached = "path:" + real
         _COMMON_DIRS[real] = cached
     return cached

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from audit.evidence.git import GitFailed, absolute_url, ls_remote, remote_timeout, run_git
+from audit.evidence.git import absolute_url, ls_remote, remote_timeout, run_git
 from audit.evidence.github import (
     Deadline,
     api_base_for,
@@ -25,6 +25,7 @@ from audit.evidence.github import (
 )
 from jobs.core.errors import UsageError
 from jobs.core.urls import github_hosts, github_remote, redact_text, redact_url
+from jobs.git.run import GitError
 
 NOT_ON_GITHUB = "no remote on a GitHub host"
 
@@ -59,7 +60,7 @@ def read_remote_config(repo: Path | str) -> dict[str, RemoteConfig]:
     they lead after rewriting, from one `git config` call."""
     try:
         out = run_git(repo, "config", "-z", "--get-regexp", r"^(remote|url|http)\.", timeout=30)
-    except GitFailed as exc:
+    except GitError as exc:
         if exc.returncode == 1:  # no key matched: a repository without remotes
             return {}
         raise
@@ -152,7 +153,7 @@ def snapshot_remote(repo: str, remote: RemoteConfig, timeout: float) -> dict[str
         # By URL, outside the clone: a remote.<name>.uploadpack, a remote helper or any other
         # setting the run could write into its clone's config cannot choose who answers.
         listed = _list_url(repo, remote, remote.fetch_url, timeout)
-    except (GitFailed, ValueError) as exc:
+    except (GitError, ValueError) as exc:
         return {"available": False, **part,
                 "reason": redact_text(f"git ls-remote --symref {remote.name} failed: {exc}")}
     # A push goes to the push URLs (or to every URL), which may be another repository than the
@@ -162,7 +163,7 @@ def snapshot_remote(repo: str, remote: RemoteConfig, timeout: float) -> dict[str
             continue
         try:
             pushed_to = _list_url(repo, remote, url, timeout)
-        except (GitFailed, ValueError) as exc:
+        except (GitError, ValueError) as exc:
             return {"available": False, **part, "reason": redact_text(
                 f"git ls-remote --symref {url} (where {remote.name} pushes) failed: {exc}")}
         if pushed_to != listed:
@@ -185,7 +186,7 @@ def snapshot_tags(repo: str) -> dict[str, Any]:
     fmt = "%(objectname)\t%(*objectname)\t%(refname)"
     try:
         out = run_git(repo, "for-each-ref", f"--format={fmt}", "refs/tags", timeout=60)
-    except GitFailed as exc:
+    except GitError as exc:
         return {"available": False, "reason": f"git for-each-ref refs/tags failed: {exc}"}
     tags: dict[str, str] = {}
     for line in out.split("\n"):  # not splitlines(): see parse_ls_remote
@@ -274,7 +275,7 @@ def take_snapshot(repos: Sequence[Path], *, charter_sha256: str | None,
         key = repo_key(repo)
         try:
             configs[key] = read_remote_config(key)
-        except GitFailed as exc:
+        except GitError as exc:
             reason = f"cannot read the repository's configuration: {exc}"
             entries[key] = {"available": False, "reason": reason, "taken_at": when,
                             "remotes": {}, "tags": {"available": False, "reason": reason},
@@ -325,7 +326,7 @@ def require_repository(path: str) -> Path:
         raise UsageError(f"{path}: no such directory")
     try:
         run_git(repo, "rev-parse", "--git-dir", timeout=30)
-    except GitFailed as exc:
+    except GitError as exc:
         raise UsageError(f"{path}: not a git repository ({exc})") from None
     return Path(repo_key(repo))
 

@@ -11,6 +11,7 @@ from jobs.commands.common import no_repos_hint, setup
 from jobs.config.load import Config, find_config_path
 from jobs.core.errors import EXIT_FAILED, EXIT_OK
 from jobs.git import repo as git
+from jobs.git.run import GitError
 from jobs.ledger.spool import SPOOL_DIR, Spool
 from jobs.ledger.store import Ledger, LedgerError
 from jobs.process import recipe as runner
@@ -145,7 +146,7 @@ def repo_check(root: Path, branch: str, ledger: Ledger | None) -> Check:
                          "every due task there will fail with `no justfile`")
         problem = (identity_check(root) or commit_check(root, branch)
                    or kept_check(root, ledger))
-    except (OSError, git.GitError) as exc:
+    except (OSError, GitError) as exc:
         return Check(name, False, str(exc), "check the repository")
     return problem or Check(name, True, f"clean on {branch}, backlog found, "
                             "can take a commit", None)

@@ -1,9 +1,4 @@
-"""Every git invocation loop-verify makes.
-
-Plain `subprocess` rather than GitPython's command layer: loop-verify only ever runs git commands
-and reads their output, and GitPython cost every `run` about 90 ms of imports and each command
-about 1 ms more (docs/development.md has the measurements).
-"""
+"""Every git command loop-verify runs in a repository, through the one runner (jobs/git/run.py)."""
 
 from __future__ import annotations
 
@@ -11,18 +6,12 @@ import contextlib
 import hashlib
 import os
 import re
-import subprocess
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from jobs.process.exe import executable
-
-
-class GitError(Exception):
-    pass
+from jobs.git.run import STOP_GRACE, Finished, GitError, run, said
 
 
 @dataclass(frozen=True)
@@ -35,71 +24,14 @@ class WorkTreeState:
         return not self.changes
 
 
-def _env() -> dict[str, str]:
-    # Never a prompt for credentials: the job runs unattended.
-    return {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
-
-
-@dataclass(frozen=True)
-class Finished:
-    """A git process that ended: what it said, and which process it was."""
-
-    returncode: int
-    stdout: bytes
-    stderr: bytes
-    pid: int
-
-
-# Seconds a git process told to stop (SIGTERM) has before it is killed (SIGKILL).
-STOP_GRACE = 5.0
-
-
 def _git(root: Path, args: Sequence[str], timeout: float | None = None,
          settings: Sequence[str] = (), grace: float = STOP_GRACE) -> Finished:
-    # Output goes to unlinked files, never pipes: a hook, filter or fsmonitor that leaves a
-    # process in the background holding git's stdout or stderr would keep a pipe open, and
-    # reading it to the end would wait for that process rather than for git.
-    try:
-        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-            env = _env()
-            with subprocess.Popen(["git", *settings, *args], executable=executable("git", env),
-                                  cwd=root, env=env,
-                                  stdin=subprocess.DEVNULL, stdout=out, stderr=err) as proc:
-                if timeout is None:
-                    proc.wait()
-                else:
-                    # psutil only for a command with a limit: most of git's callers never
-                    # need it
-                    from jobs.process.tree import ended_within, stop_tree
-
-                    if not ended_within(proc, timeout):
-                        stop_tree(proc, grace)
-                        raise GitError(f"git {args[0]} failed: still running after "
-                                       f"{timeout:g} s (a hook that does not end?); it and "
-                                       "what it started were stopped")
-            out.seek(0)
-            err.seek(0)
-            return Finished(proc.returncode, out.read(), err.read(), proc.pid)
-    except OSError as exc:
-        raise GitError(f"git {args[0]} cannot be started: {exc}") from None
+    return run([*settings, *args], cwd=root, timeout=timeout, grace=grace)
 
 
 def _run(root: Path, *args: str, ok: tuple[int, ...] = (0,), timeout: float | None = None,
          settings: Sequence[str] = ()) -> str:
-    return _said(_git(root, args, timeout, settings), args[0], ok)
-
-
-def _said(done: Finished, verb: str, ok: tuple[int, ...] = (0,)) -> str:
-    """What a git process printed, or GitError when it exited otherwise than `ok`."""
-    # As the file system names paths: a file name that is not UTF-8 survives the round trip.
-    out, err = os.fsdecode(done.stdout), os.fsdecode(done.stderr)
-    if done.returncode not in ok:
-        # One line: the reason ends up in `run`'s one line per task and in the log. Git and
-        # its hooks say why on stderr or stdout ("nothing to commit"): keep both.
-        said = " / ".join(line.strip() for line in (err + "\n" + out).splitlines()
-                          if line.strip())
-        raise GitError(f"git {verb} failed ({done.returncode}): {said or 'no message'}")
-    return out
+    return said(_git(root, args, timeout, settings), args[0], ok)
 
 
 def git_dir(root: Path) -> Path:
@@ -193,7 +125,7 @@ def commit_paths(root: Path, paths: Sequence[str], message: str, *,
         done = _git(root, ["commit", "--quiet", "--untracked-files=no", "--message", message,
                            "--", *paths], timeout, NO_AUTO_MAINTENANCE, grace)
         alone = started_nothing_after(done.pid)
-        _said(done, "commit")
+        said(done, "commit")
     except GitError:
         # Leave the index as we found it; the caller restores the files themselves. If even
         # that fails (a stale index.lock, say), the commit's own error is the one to report.

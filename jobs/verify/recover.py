@@ -12,6 +12,7 @@ from pathlib import Path
 from jobs.backlog.scan import write_task
 from jobs.core.logs import get_logger
 from jobs.git import repo as git
+from jobs.git.run import GitError
 from jobs.ledger.model import Attempt, EditState, Verdict
 from jobs.verify import kept
 from jobs.verify.rules import readiness, recovery
@@ -110,7 +111,7 @@ def recover_pending(ctx: RepoContext, pending: list[Attempt], finish: Finish,
             head = git.head_sha(root)
             try:
                 made = commit_made(ctx, paths, p.commit_message, head)
-            except git.GitError as exc:
+            except GitError as exc:
                 # Left pending, as it is: the next run tries again (a stale index.lock, say).
                 finish(ctx.attempt(Verdict.SKIPPED, reason=(
                     f"cannot commit the pending edit of {p.task_id}: {exc}")))

@@ -25,6 +25,7 @@ from jobs.core.errors import EXIT_FAILED, EXIT_OK, EXIT_UNCHECKED, LoopError
 from jobs.core.fs import LockBusy, exclusive_lock
 from jobs.core.logs import get_logger
 from jobs.git import repo as git
+from jobs.git.run import GitError
 from jobs.ledger import claims
 from jobs.ledger.model import FAILING, UNCHECKED, Attempt, EditState, Verdict
 from jobs.ledger.replay import flush_spool
@@ -121,7 +122,7 @@ def _run_all(config: Config, summary: RunSummary, stop: threading.Event | None,
                 worker = _RepoRun(config, repo, summary, ledger, stop, printer, ticker, just, scope)
                 try:
                     worker.run()
-                except (OSError, git.GitError) as exc:
+                except (OSError, GitError) as exc:
                     # One repository the filesystem or git cannot serve must not stop the others.
                     worker.finish(worker.attempt(Verdict.SKIPPED,
                                                  reason=f"cannot work on it: {exc}"))
@@ -222,7 +223,7 @@ class _RepoRun:
             return
         try:
             gdir = git.git_dir(self.root)
-        except (OSError, git.GitError) as exc:
+        except (OSError, GitError) as exc:
             self.finish(self.attempt(Verdict.SKIPPED, reason=f"not a git work tree: {exc}"))
             return
         with ExitStack() as stack:
@@ -241,7 +242,7 @@ class _RepoRun:
         started it); its failure is git's housekeeping, not a verdict's."""
         try:
             git.auto_maintenance(self.root)
-        except git.GitError as exc:
+        except GitError as exc:
             log.warning("repo.maintenance_failed", run_id=self.summary.run_id,
                         repo=str(self.root), reason=str(exc))
 
@@ -285,7 +286,7 @@ class _RepoRun:
                 self.ctx.before_commit = partial(self.claims.keep, claim)
             try:
                 result = verify_task(self.ctx, task, config)
-            except (OSError, git.GitError, LoopError):
+            except (OSError, GitError, LoopError):
                 self.settle(claim, None)
                 raise
             except Exception as exc:
@@ -372,7 +373,7 @@ class _RepoRun:
             return
         try:
             problem = self.precondition(due)
-        except (OSError, git.GitError) as exc:
+        except (OSError, GitError) as exc:
             problem = str(exc)
         if problem is not None:
             self.finish(self.attempt(Verdict.SKIPPED, reason=problem))

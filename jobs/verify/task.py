@@ -15,6 +15,7 @@ from jobs.config.load import Config, RepoConfig
 from jobs.core.fs import atomic_write
 from jobs.core.logs import get_logger
 from jobs.git import repo as git
+from jobs.git.run import GitError
 from jobs.ledger.model import Attempt, EditState, Verdict
 from jobs.ledger.store import Ledger
 from jobs.process import recipe as runner
@@ -281,7 +282,7 @@ def commit_checked(ctx: RepoContext, paths: list[str], message: str,
         head = git.head_sha(ctx.root)
     try:
         made = commit_made(ctx, paths, message, head)
-    except git.GitError as exc:
+    except GitError as exc:
         restore()
         return Committed(refused=str(exc), hook_changed=tree_after_commit(ctx))
     return check_commit(ctx, head, made, paths)
@@ -296,7 +297,7 @@ def commit_made(ctx: RepoContext, paths: list[str], message: str, head: str) -> 
         made = git.commit_paths(ctx.root, paths, message, new=paths[1:],
                                 timeout=ctx.config.timeout_for(ctx.repo),
                                 grace=ctx.config.kill_grace)
-    except git.GitError as exc:
+    except GitError as exc:
         now = git.branch_sha(ctx.root, ctx.repo.branch)
         if now == head:
             raise
