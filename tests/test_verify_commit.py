@@ -19,6 +19,7 @@ from verify_helpers import VerifyRepo, kill_marked, make_verify_repo, marked_pid
 
 from jobs.config.load import load_config
 from jobs.git import repo as git
+from jobs.git.facts import CommitFacts
 from jobs.ledger.model import Attempt
 from jobs.ledger.store import Ledger
 from jobs.main import main as verify_main
@@ -426,7 +427,7 @@ def test_started_nothing_after_is_false_once_another_process_started(
 
 def test_signing_is_read_as_git_reads_a_boolean(tmp_path: Path) -> None:
     repo = make_verify_repo(tmp_path, tasks=[1])
-    assert git.commit_facts(repo.root, "main", []) == git.CommitFacts()
+    assert git.commit_facts(repo.root, "main", []) == CommitFacts()
     repo.git("config", "commit.gpgSign", "no")
     assert git.commit_facts(repo.root, "main", []).signing is False
     repo.git("config", "commit.gpgSign", "1")

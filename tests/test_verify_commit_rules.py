@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from jobs.git.repo import CommitFacts, WorkTreeState
+from jobs.git.facts import CommitFacts, WorkTreeState
 from jobs.ledger.model import Attempt
 from jobs.verify.rules import drift, readiness, recovery
 

@@ -11,17 +11,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from jobs.git.facts import CommitFacts, WorkTreeState
 from jobs.git.run import STOP_GRACE, Finished, GitError, run, said
-
-
-@dataclass(frozen=True)
-class WorkTreeState:
-    branch: str | None          # None when HEAD is detached
-    changes: tuple[str, ...]    # staged, unstaged and untracked paths; ignored files excluded
-
-    @property
-    def clean(self) -> bool:
-        return not self.changes
 
 
 def _git(root: Path, args: Sequence[str], timeout: float | None = None,
@@ -258,16 +249,6 @@ def move_branch(root: Path, branch: str, to: str, expected: str) -> None:
     (used when another branch is checked out)."""
     _run(root, "update-ref", "-m", "loop-verify: undo a verdict commit", f"refs/heads/{branch}",
          to, expected)
-
-
-@dataclass(frozen=True)
-class CommitFacts:
-    """What stands in the way of a commit here, as git reports it."""
-
-    locks: tuple[Path, ...] = ()                 # lock files a commit would need to take
-    signing: bool = False                        # commit.gpgsign is set
-    signing_error: str | None = None             # why a signed commit fails, when it does
-    ignored: tuple[tuple[str, str], ...] = ()    # (path, "file:line:pattern" ignoring it)
 
 
 def commit_facts(root: Path, branch: str, paths: Sequence[str]) -> CommitFacts:

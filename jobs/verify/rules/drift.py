@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobs.git.repo import WorkTreeState
+from jobs.git.facts import WorkTreeState
 
 
 def drift_reason(after: WorkTreeState, branch: str, head_before: str,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobs.git.repo import CommitFacts, WorkTreeState
+from jobs.git.facts import CommitFacts, WorkTreeState
 
 SHOWN_PATHS = 5
 
