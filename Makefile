@@ -32,8 +32,10 @@ $(STAMP): $(BIN)/python pyproject.toml
 $(BACKLOG):
 	npm install --prefix $(NPM_PREFIX) --no-audit --no-fund --loglevel=error backlog.md@$(BACKLOG_VERSION)
 
+# ruff, and the architecture's import rules (import-linter contracts in pyproject.toml).
 lint: setup
 	$(BIN)/ruff check jobs audit tests bench scripts backlog-fixtures
+	$(BIN)/lint-imports --no-logo --no-cache
 
 typecheck: setup
 	$(BIN)/mypy

@@ -91,7 +91,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     command: str = args.command
     if command in ("begin", "add", "closeout", "snapshot"):
         # These read GitHub: PyGithub's and urllib3's own records go to our structured log.
-        from audit.logs import audit_log_file, set_log_target, unroute
+        from audit.evidence.github_log import audit_log_file, set_log_target, unroute
         set_log_target(audit_log_file(args.run_dir))
         try:
             return _run(args)

@@ -64,8 +64,8 @@ def reset_process_globals() -> None:
         mods["jobs.core.errors"].crash_log = None
     if "jobs.verify.terminal" in mods:
         mods["jobs.verify.terminal"]._stdout_gone = False
-    if "audit.logs" in mods:
-        mods["audit.logs"]._TARGET.clear()
+    if "audit.evidence.github_log" in mods:
+        mods["audit.evidence.github_log"]._TARGET.clear()
 
 
 @contextmanager

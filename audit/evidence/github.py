@@ -80,7 +80,7 @@ def api_base_for(host: str, env: Mapping[str, str] = os.environ) -> str:
 def prepare() -> None:
     """Route library logs and import PyGithub before any deadline starts: the cap bounds the
     wait for GitHub, not our own start-up."""
-    from audit.logs import route_before_github
+    from audit.evidence.github_log import route_before_github
     route_before_github()
     import github  # noqa: F401
 
