@@ -57,7 +57,7 @@ test-thorough: setup browser
 browser:
 	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
 	  && apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } \
-	  || echo "chromium not installed: tests/test_review_browser.py will be skipped"
+	  || echo "chromium not installed: tests/review/test_browser.py will be skipped"
 
 # ruff and mypy use one core for ~13 s, while the tests leave some core time idle (they wait on
 # recipes, servers and timeouts): the checks run beside the tests, their output printed whole

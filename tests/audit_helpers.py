@@ -20,7 +20,6 @@ from audit.evidence.snapshot import take_snapshot
 from audit.judge.compare import judge
 from audit.model import Charter, Finding
 
-ROOT = Path(__file__).resolve().parent.parent
 ZERO = "0" * 40
 
 

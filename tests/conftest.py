@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Iterator
-from pathlib import Path
 
 import inprocess
 import pytest
+from project import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 _NODE_MODULES = ROOT / ".npm-prefix" / "node_modules"
 # The Backlog.md CLI's `backlog` command is a Node.js script that only finds and starts the

@@ -16,9 +16,9 @@ import pytest
 import yaml
 from audit_helpers import commit, make_repo_with_remote
 from inprocess import FORCE_SUBPROCESS, loop_pi_audit, loop_verify
+from project import ROOT
 from verify_helpers import JUSTFILE, TASK, VerifyRepo, git, make_verify_repo
 
-ROOT = Path(__file__).resolve().parent.parent
 HOSTILE_TITLE = '<script>alert("title")</script> disk check'
 HOSTILE_OUTPUT = "<script>alert('output')</script>"
 CHARTER = "# Charter: app loop1\n\nauthority: release-please acme/app\n"

@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from project import ROOT
 
 from jobs.config.load import load_config
 from jobs.schedule.install import (
@@ -23,7 +24,7 @@ from jobs.schedule.install import (
 from jobs.schedule.status import scheduler_checks
 from jobs.schedule.units import launchagent_plist, render_plist, unit_settings
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = ROOT
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
 
 

@@ -17,8 +17,7 @@ from typing import Any
 
 import yaml
 from inprocess import FORCE_SUBPROCESS, loop_verify
-
-ROOT = Path(__file__).resolve().parent.parent
+from project import ROOT
 
 BACKLOG_CONFIG = """project_name: "Verify Test"
 default_status: "To Do"
@@ -279,3 +278,37 @@ def verdict_commits(repo: VerifyRepo) -> dict[str, list[str]]:
         if m:
             out.setdefault(m.group(1), []).append(m.group(2))
     return out
+
+
+# Kill points no outside observer can wait for: the process SIGKILLs itself at the exact call.
+# Nothing of loop-verify is replaced; the death simply happens there.
+CRASHER = """
+import os, runpy, signal, sys
+point, nth = os.environ["CRASH_AT"], int(os.environ["CRASH_NTH"])
+calls = 0
+
+def due() -> bool:
+    global calls
+    calls += 1
+    return calls == nth
+
+if point == "rename":
+    real_replace = os.replace
+    def replace(src, dst, *a, **k):
+        # The task file's temporary sibling is written and fsynced; die before the rename.
+        if "/backlog/" in str(dst) and str(src).endswith(".tmp") and due():
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real_replace(src, dst, *a, **k)
+    os.replace = replace
+elif point == "commit":
+    import jobs.git.repo
+    real_commit = jobs.git.repo.commit_paths
+    def commit_paths(*a, **k):
+        # The task file is written (and moved); die before git is asked to commit it.
+        if due():
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real_commit(*a, **k)
+    jobs.git.repo.commit_paths = commit_paths
+sys.argv = ["loop-verify", *sys.argv[1:]]
+runpy.run_module("jobs.main", run_name="__main__", alter_sys=True)
+"""

@@ -13,6 +13,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
+from project import ROOT
 
 from jobs.config.load import load_config
 from jobs.schedule.install import (
@@ -24,7 +25,7 @@ from jobs.schedule.install import (
 from jobs.schedule.status import scheduler_checks
 from jobs.schedule.units import launchagent_plist, render_plist
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = ROOT
 TOOLS_PATH = ":".join(dict.fromkeys(
     [str(Path(str(shutil.which(t))).parent) for t in ("just", "git")] + ["/usr/bin", "/bin"]))
 

@@ -8,15 +8,10 @@ from pathlib import Path
 
 import pytest
 from budget import examples
+from frontmatter_strategies import cli_like_frontmatter, frontmatter_lines, yaml_view
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_backlog_fastpath import (
-    CORPORA,
-    FIXTURES,
-    cli_like_frontmatter,
-    frontmatter_lines,
-    yaml_view,
-)
+from project import CORPORA, FIXTURES
 
 from jobs.backlog.frontmatter_fast import fast_config
 from jobs.backlog.scan import read_config

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from project import ROOT
 from verify_helpers import JUSTFILE, VerifyRepo, make_verify_repo
 
 from jobs.backlog.scan import parse_task
@@ -394,7 +395,7 @@ def test_no_repositories_is_a_usage_error(tmp_path: Path) -> None:
     cfg.write_text(f"state_dir: {tmp_path / 's'}\n")
     proc = subprocess.run([sys.executable, "-m", "jobs.main", "run", "--config", str(cfg)],
                           capture_output=True, text=True, check=False,
-                          cwd=Path(__file__).parent.parent)
+                          cwd=ROOT)
     assert proc.returncode == 2 and "no repositories" in proc.stderr
 
 

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from project import CORPORA
 
 from jobs.backlog.edit import add_label, remove_label, set_status, set_updated_date
 from jobs.backlog.scan import (
@@ -29,7 +30,6 @@ from jobs.backlog.scan import (
     scan,
 )
 
-CORPORA = Path(__file__).resolve().parent.parent.parent / "shared" / "corpora" / "backlog"
 WHEN = datetime(2026, 11, 30, 7, 30, tzinfo=UTC)
 EXPECTED = {"repos": 9, "tasks": 2913, "errors": 3}
 EXPECTED_ERRORS = Counter({"no frontmatter": 3})

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from project import ROOT
 from runner_helpers import JUST, marker, processes_with, recipe, write_justfile
 from verify_helpers import unshare_available
 
@@ -25,7 +26,6 @@ from jobs.process.tree import TOKEN_VAR
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
-ROOT = Path(__file__).resolve().parent.parent
 
 # A run that claims its state directory and runs one recipe that never ends by itself.
 OWNER = """

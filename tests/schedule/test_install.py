@@ -15,6 +15,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+from project import ROOT
 from scheduler_helpers import write_config
 
 from jobs.config.load import Config
@@ -44,7 +45,7 @@ from jobs.schedule.units import (
 PLIST_KEYS = {"Label", "ProgramArguments", "StartCalendarInterval", "EnvironmentVariables",
               "WorkingDirectory", "StandardOutPath", "StandardErrorPath", "ProcessType",
               "LowPriorityIO", "LimitLoadToSessionType"}
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = ROOT
 SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
 
 

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from project import ROOT
 from verify_helpers import make_verify_repo
 
 from jobs.main import main
@@ -415,7 +416,7 @@ def test_a_full_state_directory_never_reopens_a_task(tmp_path: Path, fill: bool)
     before, head = task.read_bytes(), repo.head()
 
     env = dict(os.environ, STATE=str(state), FILL="1" if fill else "0", PYTHON=sys.executable,
-               CONFIG=str(repo.config_path), PYTHONPATH=str(Path(__file__).parent.parent))
+               CONFIG=str(repo.config_path), PYTHONPATH=str(ROOT))
     done = subprocess.run(["unshare", "-rm", "sh", "-c", _SMALL_STATE], cwd=repo.root, env=env,
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 3, done.stdout + done.stderr
@@ -498,7 +499,7 @@ def test_a_backlog_config_that_links_out_of_the_repository_is_not_read(
     done = subprocess.run(["sh", "-c", 'ulimit -v 1000000; exec "$@"', "sh", sys.executable,
                            "-m", "jobs.main", "list", "--config", str(repo.config_path), *TODAY],
                           capture_output=True, text=True, timeout=60, check=False,
-                          env=dict(os.environ, PYTHONPATH=str(Path(__file__).parent.parent)))
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert f"unreadable {reason}" in done.stdout, done.stdout + done.stderr
     done = repo.run("run", *TODAY)
     assert done.returncode == 3 and f"skipped  app: {reason}" in done.stdout, done.stdout
@@ -517,7 +518,7 @@ def test_a_run_started_with_its_standard_streams_closed_still_verifies_and_tells
     done = subprocess.run(["sh", "-c", script, "sh", sys.executable, "-m", "jobs.main", "run",
                            "--config", str(repo.config_path), *TODAY],
                           capture_output=True, text=True, timeout=120, check=False,
-                          env=dict(os.environ, PYTHONPATH=str(Path(__file__).parent.parent)))
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert done.returncode == 0, done.stdout + done.stderr
     assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-ok)"
     events = [e["event"] for e in repo.log_events()]
@@ -583,7 +584,7 @@ def test_the_review_reads_only_the_head_of_a_task_file_for_its_title(tmp_path: P
         ["sh", "-c", 'ulimit -v 1500000; exec "$@"', "sh", sys.executable, "-m", "jobs.main",
          "review", "--config", str(repo.config_path), "--format", "markdown", "--out", str(out)],
         capture_output=True, text=True, timeout=60, check=False,
-        env=dict(os.environ, PYTHONPATH=str(Path(__file__).parent.parent)))
+        env=dict(os.environ, PYTHONPATH=str(ROOT)))
     task.write_bytes(head)
     assert done.returncode == 0, done.stderr
     assert "TASK-1 — Task 1" in out.read_text(encoding="utf-8")

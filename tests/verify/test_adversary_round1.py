@@ -146,8 +146,7 @@ def test_a_commit_git_made_before_it_failed_is_kept_not_rolled_back(tmp_path: Pa
 
 def crash_before_commit(repo: VerifyRepo) -> None:
     """A real `loop-verify run` SIGKILLed after it wrote the first verdict, before git ran."""
-    from test_verify_crash import CRASHER
-    from verify_helpers import ROOT, verify_argv
+    from verify_helpers import CRASHER, ROOT, verify_argv
 
     proc = subprocess.run(
         [sys.executable, "-c", CRASHER, *verify_argv(repo, "run", *TODAY)[3:]],

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 from audit_helpers import commit, env_with, git, isolate_git, make_repo_with_remote, run_cli
+from project import ROOT
 
 from audit.evidence.rundir import AFTER, BEFORE
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(autouse=True)

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pytest
 from verify_helpers import (
+    CRASHER,
     ROOT,
     VerifyRepo,
     kill_marked,
@@ -123,7 +124,6 @@ def install_hook(repo: VerifyRepo, kind: str, text: str) -> Path:
     hook.write_text(text)
     hook.chmod(0o755)
     return hook
-
 
 
 def leftover_temp_files(repo: VerifyRepo) -> list[Path]:
@@ -286,39 +286,6 @@ def check_final(repo: VerifyRepo, tasks: dict[str, Path], rerun: subprocess.Comp
     for tid, x in (("TASK-1", "a"), ("TASK-2", "b"), ("TASK-3", "c")):
         assert runs.count(f"verify-{x}") == (2 if tid in (ran_twice, abandoned) else 1), runs
 
-
-# Kill points no outside observer can wait for: the process SIGKILLs itself at the exact call.
-# Nothing of loop-verify is replaced; the death simply happens there.
-CRASHER = """
-import os, runpy, signal, sys
-point, nth = os.environ["CRASH_AT"], int(os.environ["CRASH_NTH"])
-calls = 0
-
-def due() -> bool:
-    global calls
-    calls += 1
-    return calls == nth
-
-if point == "rename":
-    real_replace = os.replace
-    def replace(src, dst, *a, **k):
-        # The task file's temporary sibling is written and fsynced; die before the rename.
-        if "/backlog/" in str(dst) and str(src).endswith(".tmp") and due():
-            os.kill(os.getpid(), signal.SIGKILL)
-        return real_replace(src, dst, *a, **k)
-    os.replace = replace
-elif point == "commit":
-    import jobs.git.repo
-    real_commit = jobs.git.repo.commit_paths
-    def commit_paths(*a, **k):
-        # The task file is written (and moved); die before git is asked to commit it.
-        if due():
-            os.kill(os.getpid(), signal.SIGKILL)
-        return real_commit(*a, **k)
-    jobs.git.repo.commit_paths = commit_paths
-sys.argv = ["loop-verify", *sys.argv[1:]]
-runpy.run_module("jobs.main", run_name="__main__", alter_sys=True)
-"""
 
 INJECTED = [
     ("inside the atomic write (pass)", "rename", None, "tasks"),

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
+from project import ROOT
 from verify_helpers import make_verify_repo
 
 from jobs.config.load import load_config
@@ -20,7 +21,7 @@ from jobs.core.errors import ConfigError
 from jobs.core.logs import EVENT_NAME, LABEL_FIELDS, configure_logging, get_logger, library_event
 from jobs.core.statedir import prune_outputs
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = ROOT
 # A label value Loki takes well: short, no path separators, no spaces or control characters.
 LABEL_VALUE = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 

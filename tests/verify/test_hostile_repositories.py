@@ -136,7 +136,7 @@ LABEL_CASES = [
     Case("fullwidth digits", labels="\n  - 'verify:\uff12\uff10\uff12\uff16-\uff11\uff11-"
                                     "\uff10\uff11'"),
     Case("flow list with two verify labels", labels=" [verify:2026-11-01, verify:2026-11-03]"),
-    # Not a `verify:` label at all (labels are read case-sensitively, as tests/test_backlog.py
+    # Not a `verify:` label at all (labels are read case-sensitively, as tests/backlog/test_scan.py
     # pins), so not a verification: ignored, and nothing runs.
     Case("upper-case label", labels="\n  - 'VERIFY:2026-11-01'"),
     Case("capitalised label", labels="\n  - 'Verify:2026-11-01'"),

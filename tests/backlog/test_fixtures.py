@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from backlog_helpers import backlog_cli, git, run_cli
+from project import FIXTURES
 
 from jobs.backlog.edit import add_label, append_notes, remove_label, set_status, set_updated_date
 from jobs.backlog.scan import (
@@ -21,7 +22,6 @@ from jobs.backlog.scan import (
     write_task,
 )
 
-FIXTURES = Path(__file__).resolve().parent.parent / "backlog-fixtures"
 WHEN = datetime(2026, 11, 30, 7, 30, 45, tzinfo=UTC)
 SUMMARY = "verify-failed 2026-11-30T07:30:12Z: `just verify-disk` exited 1 after 0.1s\n    boom"
 
