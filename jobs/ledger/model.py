@@ -101,3 +101,40 @@ def naive_utc(moment: datetime) -> datetime:
     if moment.tzinfo is not None:
         moment = moment.astimezone(UTC).replace(tzinfo=None)
     return moment
+
+
+# What started a run (SPEC "Runs"): the command line, the LaunchAgent, the systemd timer, or
+# `loop-verify serve`.
+TRIGGERS = ("manual", "launchd", "systemd", "serve")
+
+
+@dataclass
+class Run:
+    """One `loop-verify run` (or one run `serve` started), as the `runs` table records it."""
+
+    run_id: str
+    machine: str
+    trigger: str
+    started_at: datetime
+    config: str | None = None
+    ended_at: datetime | None = None
+    exit_code: int | None = None
+    # verdict -> number of attempts with it in this run (only the verdicts that occurred)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        for key in ("started_at", "ended_at"):
+            value = out[key]
+            out[key] = iso_utc(value) if value is not None else None
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Run:
+        values = dict(data)
+        for key in ("started_at", "ended_at"):
+            if values.get(key) is not None:
+                values[key] = datetime.strptime(values[key], "%Y-%m-%dT%H:%M:%SZ").replace(
+                    tzinfo=UTC)
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in known})

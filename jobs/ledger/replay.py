@@ -1,4 +1,5 @@
-"""Writing what earlier runs spooled while the ledger could not be reached: attempts and claims.
+"""Writing what earlier runs spooled while the ledger could not be reached: attempts, claims
+and runs.
 
 Apart from the store because a spooled claim is replayed by the claims protocol, which itself
 stands on the store.
@@ -9,7 +10,7 @@ from __future__ import annotations
 from sqlalchemy.exc import SQLAlchemyError
 
 from jobs.core.logs import get_logger
-from jobs.ledger import claims
+from jobs.ledger import claims, runs
 from jobs.ledger.model import Attempt
 from jobs.ledger.store import Ledger, first_line
 
@@ -27,6 +28,8 @@ def flush_spool(ledger: Ledger) -> int:
                 ledger.replay(Attempt.from_json(payload))
             elif kind == "claim":
                 claims.apply_spooled(ledger, payload)
+            elif kind == "run":
+                runs.apply_spooled(ledger, payload)
         except SQLAlchemyError as exc:
             log.error("ledger.spool_flush_failed", ledger=ledger.shown_url,
                       entry=path.name, error=first_line(exc))

@@ -13,7 +13,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from jobs.ledger.model import Attempt, EditState, Verdict, naive_utc
+from jobs.ledger.model import Attempt, EditState, Run, Verdict, naive_utc
 
 VERDICTS = tuple(Verdict)
 EDIT_STATES = tuple(EditState)
@@ -61,6 +61,19 @@ claims = sa.Table(
     sa.Column("finished_at", sa.DateTime),
     sa.Column("verdict", sa.String(16)),
 )
+# One row per run (SPEC "Runs"), nothing-due runs and runs that could only spool included; the
+# attempts of a run share its run_id.
+runs = sa.Table(
+    "runs", _metadata,
+    sa.Column("run_id", sa.String(64), primary_key=True),
+    sa.Column("machine", sa.String(128), nullable=False, index=True),
+    sa.Column("config", sa.Text),
+    sa.Column("trigger", sa.String(16), nullable=False),
+    sa.Column("started_at", sa.DateTime, nullable=False, index=True),
+    sa.Column("ended_at", sa.DateTime),
+    sa.Column("exit_code", sa.Integer),
+    sa.Column("counts", sa.Text, nullable=False, default="{}"),  # JSON: verdict -> count
+)
 # Columns an older ledger may lack, added in place when it is opened.
 ADDED_COLUMNS = ("machine", "uid", "claimed_by")
 
@@ -81,3 +94,18 @@ def from_row(row: sa.Row[Any]) -> Attempt:
     if data["ended_at"] is not None:
         data["ended_at"] = data["ended_at"].replace(tzinfo=UTC)
     return Attempt(**data)
+
+
+def run_values(run: Run) -> dict[str, Any]:
+    return {"run_id": run.run_id, "machine": run.machine, "config": run.config,
+            "trigger": run.trigger, "started_at": naive_utc(run.started_at),
+            "ended_at": naive_utc(run.ended_at) if run.ended_at else None,
+            "exit_code": run.exit_code, "counts": json.dumps(run.counts, sort_keys=True)}
+
+
+def run_from_row(row: sa.Row[Any]) -> Run:
+    data = dict(row._mapping)
+    return Run(run_id=data["run_id"], machine=data["machine"], config=data["config"],
+               trigger=data["trigger"], started_at=data["started_at"].replace(tzinfo=UTC),
+               ended_at=(data["ended_at"].replace(tzinfo=UTC) if data["ended_at"] else None),
+               exit_code=data["exit_code"], counts=json.loads(data["counts"] or "{}"))

@@ -358,6 +358,10 @@ class Ledger:
         for row in rows:
             yield from_row(row)
 
+    def execute_read(self, what: str, fetch: Callable[[], T]) -> T:
+        """`fetch`, retried over a lost connection (for the tables kept in other modules)."""
+        return self._retrying(what, fetch)
+
     def execute(self, what: str, action: Callable[[sa.Connection], T]) -> T:
         """Run `action` in one transaction, retried over a lost connection (for the claims)."""
         def once() -> T:
