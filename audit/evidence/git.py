@@ -9,6 +9,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from jobs.core.urls import scp_parts
 from jobs.git import run as git_run
 from jobs.git.hardened import HARDENED_LOG_OPTIONS, hardened_argv
 from jobs.git.run import GitError
@@ -139,8 +140,7 @@ def upload_pack(url: str) -> str:
         return LOCAL_UPLOAD_PACK
     if "://" in url:
         return "git-upload-pack"
-    colon, slash = url.find(":"), url.find("/")
-    if colon > 0 and (slash < 0 or colon < slash):
+    if scp_parts(url) is not None:
         return "git-upload-pack"  # scp-like host:path, over ssh
     return LOCAL_UPLOAD_PACK
 
@@ -149,8 +149,7 @@ def absolute_url(url: str, repo: Path | str) -> str:
     """A remote URL as git in `repo` would read it: a relative path is relative to the clone."""
     if "://" in url or os.path.isabs(url):
         return url
-    colon, slash = url.find(":"), url.find("/")
-    if colon > 0 and (slash < 0 or colon < slash):
+    if scp_parts(url) is not None:
         return url  # scp-like host:path
     return os.path.normpath(os.path.join(str(repo), url))
 

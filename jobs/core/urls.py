@@ -1,4 +1,6 @@
-"""Credentials never reach evidence: user-info in URLs is redacted in snapshots, reports and logs.
+"""Remote URLs as both programs read them: which are scp-like, which name a GitHub repository,
+what identity a repository has across clones, and credentials never reaching evidence (user-info
+is redacted in snapshots, reports, ledger URLs and logs).
 
 Identity comparisons (which remote a push-log entry names, whether a remote moved) use the
 redacted form on both sides, so a token that changes between the snapshots is not a "new" URL
@@ -10,15 +12,18 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 GITHUB_HOSTS = ("github.com", "www.github.com", "ssh.github.com")
-_SCP_LIKE = re.compile(r"^(?:[^@/:]+@)?(?P<host>[^/:]+):(?P<path>(?!/).*)$")
 _PART = re.compile(r"^[A-Za-z0-9._-]+$")
 REDACTED = "***"
-# scheme://user[:password]@host...; the user-info may hold anything but '/', '@' ends it.
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/@\s]*)@")
+# scheme://user[:password]@host...; '@' ends the user-info. A password may hold a '/' its owner
+# did not percent-encode (SQLAlchemy then cannot parse the URL at all), but `host:8080/@x` is a
+# port and a path: a colon followed by digits and a slash is never a password.
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)"
+                       r"(?P<info>[^/@\s:]+:(?!\d*/)[^@\s]*|[^/@\s]*)@")
 
 
 def redact_url(url: str) -> str:
@@ -69,10 +74,10 @@ def github_remote(url: str, extra_hosts: Iterable[str] = ()) -> tuple[str, str] 
             return None
         path = parts.path
     else:
-        match = _SCP_LIKE.match(url)
-        if match is None:
+        scp = scp_parts(url)
+        if scp is None:
             return None
-        host, path = match.group("host"), match.group("path")
+        _, host, path = scp
     if not host or host.lower() not in hosts:
         return None
     segments = [s for s in path.strip("/").split("/") if s]
@@ -114,3 +119,65 @@ def github_hosts(env: Mapping[str, str] = os.environ) -> tuple[str, ...]:
             if host.startswith("api."):
                 hosts.append(host[4:])
     return tuple(hosts)
+
+
+def scp_parts(url: str) -> tuple[str | None, str, str] | None:
+    """(user, host, path) of an scp-like `[user@]host:path`, as git tells one from a local path:
+    a colon with no slash before it (`host:/srv/x` is ssh too; `./a:b` and `/a:b` are paths). A
+    host in brackets (`[::1]:path`) loses them. None for a URL with a scheme or a local path."""
+    if "://" in url:
+        return None
+    if url.startswith("["):
+        close = url.find("]:")
+        if close < 0:
+            return None
+        user, host, path = None, url[1:close], url[close + 2:]
+    else:
+        colon = url.find(":")
+        if colon <= 0 or 0 <= url.find("/") < colon:
+            return None
+        userhost, path = url[:colon], url[colon + 1:]
+        user, _, host = userhost.rpartition("@")
+        user = user or None
+    return (user, host, path) if host else None
+
+
+_DEFAULT_PORTS = {"https": 443, "http": 80, "ssh": 22, "git": 9418}
+
+
+def normalise_remote(url: str, base: Path) -> str:
+    """A repository's identity across clones: one spelling for every way of naming it, without
+    credentials.
+
+    `git@github.com:Owner/app.git`, `ssh://git@github.com/Owner/app` and
+    `https://user:token@GitHub.com/Owner/app.git/` all become `github.com/Owner/app`; a local path
+    or `file://` URL becomes the absolute path (relative ones are relative to `base`).
+    """
+    url = url.strip()
+    if "://" in url:
+        parts = urlsplit(url)
+        if parts.scheme == "file":
+            return _local(Path(parts.path), base)
+        host = (parts.hostname or "").lower()
+        try:
+            port = parts.port
+        except ValueError:
+            port = None
+        if port is not None and port != _DEFAULT_PORTS.get(parts.scheme):
+            host = f"{host}:{port}"
+        return host + "/" + _path_part(parts.path)
+    scp = scp_parts(url)
+    if scp is not None:
+        return scp[1].lower() + "/" + _path_part(scp[2])
+    return _local(Path(url), base)
+
+
+def _path_part(path: str) -> str:
+    path = path.strip("/")
+    path = path.removesuffix(".git").rstrip("/")
+    return re.sub(r"/+", "/", path)
+
+
+def _local(path: Path, base: Path) -> str:
+    full = path if path.is_absolute() else base / path
+    return str(full.resolve()).removesuffix("/.git").removesuffix(".git")

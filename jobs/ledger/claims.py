@@ -19,8 +19,9 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from jobs.core.logs import get_logger
+from jobs.core.text import first_line
 from jobs.ledger.model import Attempt, EditState, iso_utc, naive_utc
-from jobs.ledger.store import Ledger, claims, first_line
+from jobs.ledger.store import Ledger, claims
 
 log = get_logger("loop-jobs.claims")
 

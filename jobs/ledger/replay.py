@@ -10,9 +10,10 @@ from __future__ import annotations
 from sqlalchemy.exc import SQLAlchemyError
 
 from jobs.core.logs import get_logger
+from jobs.core.text import first_line
 from jobs.ledger import claims, runs
 from jobs.ledger.model import Attempt
-from jobs.ledger.store import Ledger, first_line
+from jobs.ledger.store import Ledger
 
 log = get_logger("loop-jobs.ledger")
 

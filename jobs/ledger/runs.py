@@ -13,9 +13,10 @@ import sqlalchemy as sa
 from sqlalchemy.exc import SQLAlchemyError
 
 from jobs.core.logs import get_logger
+from jobs.core.text import first_line
 from jobs.ledger.model import Run, naive_utc
 from jobs.ledger.rows import run_from_row, run_values, runs
-from jobs.ledger.store import Ledger, LedgerError, first_line, is_transient
+from jobs.ledger.store import Ledger, LedgerError, is_transient
 
 log = get_logger("loop-jobs.ledger")
 

@@ -25,6 +25,8 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, SQLAlchemyError
 from jobs.core.errors import EXIT_USAGE, LoopError
 from jobs.core.host import default_machine
 from jobs.core.logs import get_logger
+from jobs.core.text import first_line
+from jobs.core.urls import redact_url
 from jobs.ledger.model import WRITTEN, Attempt, EditState, iso_utc, naive_utc
 from jobs.ledger.rows import (
     ADDED_COLUMNS,
@@ -44,21 +46,6 @@ log = get_logger("loop-jobs.ledger")
 # that cannot be reached is given up within 10 s in all.
 CONNECT_TIMEOUT = 3
 RETRY_WAIT = 6.0
-
-def first_line(exc: BaseException) -> str:
-    # Driver messages run over several lines (and SQLAlchemy adds a link): keep the one that says
-    # what went wrong.
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    return lines[0] if lines else type(exc).__name__
-
-
-def redact_url(url: str) -> str:
-    """The ledger URL without its password, for messages and the log."""
-    try:
-        return sa.make_url(url).render_as_string(hide_password=True)
-    except Exception:  # an unparseable URL is reported by create_engine; show it as it is
-        return url
-
 
 def is_transient(exc: SQLAlchemyError) -> bool:
     """A lost or refused connection (restart, idle_session_timeout, failover), worth retrying."""

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from jobs.config.load import Config, load_config
 from jobs.core.errors import LoopError
-from jobs.ledger.store import redact_url
+from jobs.core.urls import redact_url
 from jobs.schedule.install import (
     Check,
     _run,

@@ -5,67 +5,23 @@ machines"). The storage side of the protocol is jobs/ledger/claims.py.
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from sqlalchemy.exc import SQLAlchemyError
 
 from jobs.core.logs import get_logger
+from jobs.core.text import first_line
+from jobs.core.urls import normalise_remote
 from jobs.git import repo as git
 from jobs.ledger.claims import Claim, Held, claim_key, keep, settle, take
 from jobs.ledger.model import Attempt
-from jobs.ledger.store import Ledger, first_line
+from jobs.ledger.store import Ledger
 
 log = get_logger("loop-jobs.claims")
 
 # Beyond timeout + kill_grace: starting `just`, writing the verdict and committing it.
 CLAIM_MARGIN = 60.0
-
-
-_SCP_LIKE = re.compile(r"^(?:(?P<user>[^@/]+)@)?(?P<host>[^:/]+):(?P<path>(?!//).*)$")
-
-
-_DEFAULT_PORTS = {"https": 443, "http": 80, "ssh": 22, "git": 9418}
-
-
-def normalise_remote(url: str, base: Path) -> str:
-    """One spelling for every way of naming a repository, without credentials.
-
-    `git@github.com:Owner/app.git`, `ssh://git@github.com/Owner/app` and
-    `https://user:token@GitHub.com/Owner/app.git/` all become `github.com/Owner/app`; a local path
-    or `file://` URL becomes the absolute path (relative ones are relative to `base`).
-    """
-    url = url.strip()
-    if "://" in url:
-        parts = urlsplit(url)
-        if parts.scheme == "file":
-            return _local(Path(parts.path), base)
-        host = (parts.hostname or "").lower()
-        try:
-            port = parts.port
-        except ValueError:
-            port = None
-        if port is not None and port != _DEFAULT_PORTS.get(parts.scheme):
-            host = f"{host}:{port}"
-        return host + "/" + _path_part(parts.path)
-    scp = _SCP_LIKE.match(url)
-    if scp and not url.startswith(("/", ".")) and len(scp.group("host")) > 1:
-        # A one-letter "host" is a Windows drive, not ssh.
-        return scp.group("host").lower() + "/" + _path_part(scp.group("path"))
-    return _local(Path(url), base)
-
-
-def _path_part(path: str) -> str:
-    path = path.strip("/")
-    path = path.removesuffix(".git").rstrip("/")
-    return re.sub(r"/+", "/", path)
-
-
-def _local(path: Path, base: Path) -> str:
-    full = path if path.is_absolute() else base / path
-    return str(full.resolve()).removesuffix("/.git").removesuffix(".git")
 
 
 class RepoClaims:

@@ -9,7 +9,6 @@ edit is pending take the repository's lock, recover a pending edit a crash left 
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -23,7 +22,8 @@ from jobs.config.load import Config, RepoConfig
 from jobs.core import statedir as retention
 from jobs.core.errors import EXIT_FAILED, EXIT_OK, EXIT_UNCHECKED, LoopError
 from jobs.core.fs import LockBusy, exclusive_lock
-from jobs.core.logs import get_logger
+from jobs.core.logs import get_logger, new_run_id
+from jobs.core.text import first_line
 from jobs.git import repo as git
 from jobs.git.run import GitError
 from jobs.ledger import claims
@@ -81,13 +81,9 @@ def today_in(config: Config) -> date:
     return eligibility.today_in(config.timezone)
 
 
-def new_run_id() -> str:
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:8]
-
-
 def unexpected(exc: BaseException) -> str:
     """The reason recorded for an unexpected fault: its type and first line."""
-    said = str(exc).splitlines()[0] if str(exc).strip() else ""
+    said = first_line(exc) if str(exc).strip() else ""
     return f"unexpected {type(exc).__name__}" + (f": {said}" if said else "")
 
 

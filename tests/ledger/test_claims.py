@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from jobs.core.urls import normalise_remote
 from jobs.ledger import claims
 from jobs.ledger.model import Attempt
 from jobs.ledger.store import Ledger
-from jobs.verify.claims import normalise_remote
 
 DAY = datetime(2026, 11, 30, 7, 30, tzinfo=UTC)
 

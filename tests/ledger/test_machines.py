@@ -23,12 +23,12 @@ import yaml
 from pg_helpers import PgServer, free_port
 from verify_helpers import VerifyRepo, git, kill_marked, make_verify_repo, start_verify, wait_for
 
+from jobs.core.urls import normalise_remote
 from jobs.ledger import claims
 from jobs.ledger import store as ledger_module
 from jobs.ledger.model import Attempt
 from jobs.ledger.spool import SPOOL_DIR, Spool
 from jobs.ledger.store import Ledger, LedgerError
-from jobs.verify.claims import normalise_remote
 
 TODAY = ("--today", "2026-11-30")
 VERDICT_COMMIT = re.compile(r"loop-verify: (TASK-\d+) (passed|failed) \(just verify-\w+\)")
