@@ -42,6 +42,8 @@ FAILING = VIOLATIONS | {UNVERIFIED}
 # Most severe first: what a branch line shows when its commits disagree.
 SEVERITY = (NON_FAST_FORWARD, UNGRANTED, UNVERIFIED, FOREIGN, RELEASE_PLEASE, BACKLOG_ONLY,
             PUSH_LOGGED)
+# The folder whose changes alone make a commit BACKLOG_ONLY.
+BACKLOG_DIR = "backlog/"
 # Who may publish a release-please release (and upload its assets).
 RELEASE_BOTS = ("release-please[bot]", "github-actions[bot]")
 
@@ -116,6 +118,14 @@ class BranchHistory:
     # them out itself.
     reach: Mapping[str, int] | None = None
     reach_entries: tuple[PushEntry, ...] | None = None
+    # What the object store said of this history, read for every branch (the judge decides what
+    # it means: only a branch that would pass is failed by it). `untrusted`: why its commit
+    # objects cannot be trusted (one does not hash to its name, or they could not be read).
+    # `untrusted_paths`: for a commit that could pass because of its paths (no log entry of the
+    # branch covers it, and it changes only backlog/ or is shaped like a release), why the paths
+    # git reported for it do not hold up against its checked trees.
+    untrusted: str | None = None
+    untrusted_paths: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.evidence.charter import charter_sha256, load_charter
-from audit.evidence.history import gather_history, verify_passing
+from audit.evidence.history import gather_history
 from audit.evidence.pushlog import read_push_log
 from audit.evidence.rundir import (
     AFTER,
@@ -38,7 +38,7 @@ from audit.evidence.rundir import (
 from audit.evidence.snapshot import take_snapshot
 from audit.evidence.snapshot_file import load_snapshot
 from audit.judge.compare import judge
-from audit.model import FAILING, PATH_VERDICTS, Charter, Finding, PushEntry, exit_code
+from audit.model import Charter, Finding, PushEntry, exit_code
 from audit.record import record_audit
 from audit.report import render_both, render_json, render_text
 from jobs.core.errors import InputError, UsageError
@@ -55,6 +55,10 @@ def closeout(*, run_dir: str | None, charter: str | None, push_log: str | None, 
 
 def _closeout(run_dir: Path, charter_path: str | None, push_log: str | None, as_json: bool,
               config: str | None) -> int:
+    """Three steps, in this order: gather (the before-snapshot, the charter, the push log, a
+    fresh after-snapshot, then what git holds about the changes: `judge_snapshots`), judge the
+    plain data they make (`audit.judge`, which asks git nothing), report (both files, stdout,
+    the ledger). Evidence checked against its seal belongs to the first step."""
     before_path = run_dir / BEFORE
     if not before_path.exists():
         raise UsageError(f"no {BEFORE} in {run_dir}: run `loop-pi-audit begin` first")
@@ -98,19 +102,11 @@ def compare(*, before_file: str, after_file: str, charter: str | None, push_log:
 
 def judge_snapshots(before: Mapping[str, Any], after: Mapping[str, Any],
                     entries: Sequence[PushEntry], charter: Charter | None) -> list[Finding]:
+    """Gather, then judge: every piece of evidence git holds about the changes between the
+    snapshots is read first (`audit.evidence.history`, plain data), then judged without asking
+    git anything more (`audit.judge.compare`)."""
     history = gather_history(before, after, entries)
-    findings = judge(before, after, charter, history, github_hosts())
-    # Only what would pass is worth checking against edited objects (see verify_passing).
-    failing = {(f.repo, f.remote, f.ref) for f in findings
-               if f.kind.startswith("branch-") and f.verdict in FAILING}
-    by_paths: dict[tuple[str, str, str], set[str]] = {}
-    for f in findings:
-        if f.kind == "commit" and f.commit is not None and f.verdict in PATH_VERDICTS:
-            by_paths.setdefault((f.repo, f.remote, f.ref), set()).add(f.commit)
-    checked = verify_passing(history, failing, by_paths)
-    if checked is history:
-        return findings
-    return judge(before, after, charter, checked, github_hosts())
+    return judge(before, after, charter, history, github_hosts())
 
 
 def resolve_charter(arg: str | None, before: Mapping[str, Any], before_path: Path, *,

@@ -1,20 +1,23 @@
 """The git layer of the judgement: what history says about each changed default branch.
 
+Every piece of evidence is gathered here, before anything is judged, as plain data
+(`audit.model.History`); the judge (`audit.judge`) never asks git anything.
+
 Cost is bounded by refs, not commits. Per repository: one `cat-file --batch-check` for every tip
 the judgement needs (plus one more after fetching, when something was missing), at most two
 `git fetch` per remote (the moved refs by name into `refs/loop-pi-audit/<remote>/`, then any tip
 still missing by SHA). Per changed default branch: one `git log --name-only` over the whole
 range together with the push log's tips for that remote, one `git log --no-walk --raw` for the
 gitlinks of the commits that change only `backlog/`, `rev-list --ancestry-path` and a
-`cat-file --batch` only for a logged push the graph cannot settle, and (`verify_passing`, for a
-branch that would pass) one `cat-file --batch` that checks each commit against its name, plus
-one per level of the trees of the commits that pass because of their paths (`audit.evidence.trees`).
-Which log entry covers which commit is then worked out in Python (`audit.judge.rules.reach_bits`).
+`cat-file --batch` only for a logged push the graph cannot settle, one `cat-file --batch` that
+checks each commit against its name, and one per level of the trees of the commits that could
+pass because of their paths (`audit.evidence.trees`). Which log entry covers which commit is
+worked out in Python (`audit.reach.reach_bits`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
@@ -32,15 +35,10 @@ from audit.evidence.git import (
 from audit.evidence.pushlog import same_repo
 from audit.evidence.snapshot import read_remote_config
 from audit.evidence.trees import commit_parents, recheck_paths
-from audit.judge.rules import (
-    BACKLOG_DIR,
-    covering,
-    default_branch,
-    entry_ancestry,
-    judged_branch,
-    reach_bits,
-)
-from audit.model import ZERO, BranchHistory, Change, Commit, History, PushEntry
+from audit.model import BACKLOG_DIR, ZERO, BranchHistory, Change, Commit, History, PushEntry
+from audit.reach import entry_ancestry, new_bits, ranges_holding, reach_bits
+from audit.refs import covering, default_branch, judged_branch
+from audit.releases import is_release_path, is_release_subject
 from jobs.core.urls import redact_text
 from jobs.git.run import GitError
 
@@ -205,48 +203,51 @@ def _read_branch(repo: str, w: _Work, types: Mapping[str, str | None],
     if before is not None:
         # The graph holds every commit the after tip reaches and the before tip does not: before
         # is an ancestor exactly when it is the parent of one of them. git is not asked: its
-        # walk below the before tip would read objects `verify_passing` never checks.
+        # walk below the before tip would read objects `check_objects` never checks.
         fast_forward = before == after or bool(answers[-1])
     if fast_forward is False and is_shallow(repo):
         return BranchHistory(None, problem=f"{repo} is a shallow clone: it cannot tell whether "
                              f"{w.change.ref} was rewritten or its history was cut")
     fast_forwards, rewrites = _entry_ancestry(repo, w.change.ref, usable, answers[:-1])
+    mine = new_bits(i for i, e in enumerate(usable) if e.ref == w.change.ref)
+    branch = w.change.ref.removeprefix("refs/heads/")
+    by_paths = [c for c in commits
+                if not ranges_holding(reach.get(c.sha, 0), mine) and _by_paths(c, branch)]
+    untrusted, untrusted_paths = check_objects(repo, commits, by_paths)
     return BranchHistory(fast_forward, tuple(commits), present, fast_forwards=fast_forwards,
-                         rewrites=rewrites, reach=reach, reach_entries=usable)
+                         rewrites=rewrites, reach=reach, reach_entries=usable,
+                         untrusted=untrusted, untrusted_paths=untrusted_paths)
 
 
-def verify_passing(history: History, failing: set[tuple[str, str, str]],
-                   by_paths: Mapping[tuple[str, str, str], Collection[str]] | None = None
-                   ) -> History:
-    """Check every commit of each branch not already failing against its name, and work out
-    again from checked trees what each commit in `by_paths` changes (those that pass because
-    of their paths; `audit.evidence.trees`): one `cat-file --batch` per such branch, and one
-    per level of the trees read. A branch whose history holds an edited object cannot be judged. A
-    failing branch is left alone, since an edited object could not make it worse for the run;
-    so a run that fails anyway pays nothing for the check."""
-    branches = dict(history.branches)
-    changed = False
-    for key, hist in history.branches.items():
-        if key in failing or hist.problem is not None or not hist.commits:
-            continue
-        repo = key[0]
-        judged = [c for c in hist.commits if c.sha in (by_paths or {}).get(key, ())]
-        try:
-            objects = stored_objects(repo, [c.sha for c in hist.commits]
-                                     + [p for c in judged for p in c.parents])
-            forged = [c.sha for c in hist.commits
-                      if (got := objects.get(c.sha)) is None or got[0] != "commit"]
-            if forged:
-                why = (f"commit {forged[0][:12]} in the clone does not match its name (its "
-                       "object file was edited): the history read cannot be trusted")
-            else:
-                why = recheck_paths(judged, objects, partial(stored_objects, repo)) or ""
-        except GitError as exc:
-            why = f"its commits could not be checked: {exc}"
-        if why:
-            branches[key] = BranchHistory(None, problem=why)
-            changed = True
-    return replace(history, branches=branches) if changed else history
+def _by_paths(commit: Commit, branch: str) -> bool:
+    """Could this commit pass because of the paths it changes (BACKLOG_ONLY, or a release)?"""
+    if not commit.paths:
+        return False
+    if all(p.startswith(BACKLOG_DIR) for p in commit.paths):
+        return True
+    return (commit.subject is not None and is_release_subject(commit.subject, branch)
+            and all(is_release_path(p) for p in commit.paths))
+
+
+def check_objects(repo: str, commits: Sequence[Commit], by_paths: Sequence[Commit]
+                  ) -> tuple[str | None, dict[str, str]]:
+    """Check every commit against its name, and work out again from checked trees what each
+    commit of `by_paths` changes (`audit.evidence.trees`): one `cat-file --batch`, and one per
+    level of the trees read. Returns why the commits cannot be trusted (None when they can) and,
+    for each commit of `by_paths` whose checked trees do not give the paths git reported, why."""
+    if not commits:
+        return None, {}
+    try:
+        objects = stored_objects(repo, [c.sha for c in commits]
+                                 + [p for c in by_paths for p in c.parents])
+        forged = [c.sha for c in commits
+                  if (got := objects.get(c.sha)) is None or got[0] != "commit"]
+        if forged:
+            return (f"commit {forged[0][:12]} in the clone does not match its name (its object "
+                    "file was edited): the history read cannot be trusted"), {}
+        return None, recheck_paths(by_paths, objects, partial(stored_objects, repo))
+    except GitError as exc:
+        return f"its commits could not be checked: {exc}", {}
 
 
 def _with_gitlinks(repo: str, commits: list[Commit], after: str) -> list[Commit]:

@@ -2,7 +2,7 @@
 
 git checks an object against its name where a walk starts, not where it follows a tree entry: a
 tree object file the run rewrote in its clone changes the paths `git log` reports for a commit
-(a code change can read as a task edit). A commit that passes *because of its paths*
+(a code change can read as a task edit). A commit that could pass *because of its paths*
 (BACKLOG_ONLY, RELEASE_PLEASE) is therefore compared again here, from its checked commit object
 down: each tree on the way is hashed against its name, and only subtrees whose entries differ
 are read, as git's own diff does. The paths found must be exactly those git reported.
@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from operator import itemgetter
 
 from audit.evidence import git
-from audit.judge.rules import BACKLOG_DIR
-from audit.model import Commit
+from audit.model import BACKLOG_DIR, Commit
 
 TREE_MODE = b"40000"
 # gitlinks and symbolic links, as tree objects spell their modes
@@ -94,33 +93,30 @@ def _differ(pair: _Pair, new: Entries, old: Entries, paths: set[str], gitlinks: 
 
 
 def recheck_paths(commits: Iterable[Commit], objects: Mapping[str, tuple[str, bytes] | None],
-                  read: Read) -> str | None:
-    """Why the paths git reported for `commits` cannot be trusted, or None when checked trees
-    give exactly those paths (and, for a commit changing only backlog/, the gitlinks git
-    reported). `objects` holds the checked objects of the commits and of their parents."""
+                  read: Read) -> dict[str, str]:
+    """For each of `commits` whose paths as git reported them cannot be trusted, why: its checked
+    trees do not give exactly those paths (and, for a commit changing only backlog/, the
+    gitlinks git reported), or a tree on the way does not match its name. `objects` holds the
+    checked objects of the commits and of their parents. Commits whose trees bear git out are
+    left out."""
+    problems: dict[str, str] = {}
     pairs: list[_Pair] = []
     expected: dict[str, tuple[set[str], set[str] | None]] = {}
     for c in commits:
-        got = objects.get(c.sha)
-        tree = commit_tree(got[1]) if got is not None and got[0] == "commit" else None
-        if tree is None:
-            return f"commit {c.sha[:12]} could not be read back from a checked object"
+        why, own = _root_pairs(c, objects)
+        if why is not None:
+            problems[c.sha] = why
+            continue
         # Gitlinks are read only for a commit that changes backlog/ alone (audit.evidence.history).
         backlog_only = all(p.startswith(BACKLOG_DIR) for p in c.paths)
         expected[c.sha] = (set(c.paths), set(c.gitlinks) if backlog_only else None)
-        for parent in c.parents or (None,):
-            old = None
-            if parent is not None:
-                got = objects.get(parent)
-                old = commit_tree(got[1]) if got is not None and got[0] == "commit" else None
-                if old is None:
-                    return (f"parent {parent[:12]} of commit {c.sha[:12]} does not match its "
-                            "name or is missing")
-            pairs.append(_Pair(c.sha, "", tree, old))
+        pairs.extend(own)
     found: dict[str, tuple[set[str], set[str]]] = {sha: (set(), set()) for sha in expected}
     parsed: dict[str, Entries] = {}
+    bad: set[str] = set()
     while pairs:
-        wanted = sorted({s for p in pairs for s in (p.new, p.old) if s and s not in parsed})
+        wanted = sorted({s for p in pairs for s in (p.new, p.old)
+                         if s and s not in parsed and s not in bad})
         if wanted:
             got_trees = read(wanted)
             for sha in wanted:
@@ -128,19 +124,49 @@ def recheck_paths(commits: Iterable[Commit], objects: Mapping[str, tuple[str, by
                 entries = (tree_entries(got[1], len(sha) // 2)
                            if got is not None and got[0] == "tree" else None)
                 if entries is None:
-                    return (f"tree {sha[:12]} in the clone does not match its name (its object "
-                            "file was edited) or is missing: what the commits change cannot be "
-                            "read")
-                parsed[sha] = entries
+                    bad.add(sha)
+                else:
+                    parsed[sha] = entries
         deeper: list[_Pair] = []
         for p in pairs:
+            if p.commit in problems:
+                continue
+            broken = next((s for s in (p.new, p.old) if s and s in bad), None)
+            if broken is not None:
+                problems[p.commit] = (
+                    f"tree {broken[:12]} in the clone does not match its name (its object file "
+                    "was edited) or is missing: what the commits change cannot be read")
+                continue
             paths, gitlinks = found[p.commit]
             _differ(p, parsed[p.new] if p.new else _NONE, parsed[p.old] if p.old else _NONE,
                     paths, gitlinks, deeper)
-        pairs = deeper
+        pairs = [p for p in deeper if p.commit not in problems]
     for sha, (paths, gitlinks) in found.items():
         want_paths, want_gitlinks = expected[sha]
-        if paths != want_paths or (want_gitlinks is not None and gitlinks != want_gitlinks):
-            return (f"commit {sha[:12]}'s checked trees do not change the paths git reported "
-                    "(an object file in the clone was edited): what it changes cannot be read")
-    return None
+        if sha not in problems and (paths != want_paths or (
+                want_gitlinks is not None and gitlinks != want_gitlinks)):
+            problems[sha] = (f"commit {sha[:12]}'s checked trees do not change the paths git "
+                             "reported (an object file in the clone was edited): what it changes "
+                             "cannot be read")
+    return problems
+
+
+def _root_pairs(c: Commit, objects: Mapping[str, tuple[str, bytes] | None]
+                ) -> tuple[str | None, list[_Pair]]:
+    """The commit's root tree against each parent's (its root alone for a root commit), or why
+    they cannot be read from checked objects."""
+    got = objects.get(c.sha)
+    tree = commit_tree(got[1]) if got is not None and got[0] == "commit" else None
+    if tree is None:
+        return f"commit {c.sha[:12]} could not be read back from a checked object", []
+    pairs: list[_Pair] = []
+    for parent in c.parents or (None,):
+        old = None
+        if parent is not None:
+            got = objects.get(parent)
+            old = commit_tree(got[1]) if got is not None and got[0] == "commit" else None
+            if old is None:
+                return (f"parent {parent[:12]} of commit {c.sha[:12]} does not match its name "
+                        "or is missing"), []
+        pairs.append(_Pair(c.sha, "", tree, old))
+    return None, pairs

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from audit.judge.rules import EntryIndex, covering
 from audit.model import Charter, Finding, History, PushEntry
+from audit.refs import EntryIndex, covering
 from jobs.core.urls import github_repo_from_url
 
 

@@ -16,24 +16,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from audit.judge.release import ReleaseJudge
-from audit.judge.rules import (
-    BACKLOG_DIR,
-    EntryIndex,
-    chain,
-    covering,
-    default_branch,
-    first_entry,
-    judged_branch,
-    lines,
-    new_bit,
-    new_bits,
-    noun,
-    paths_note,
-    ranges_holding,
-    reach_bits,
-    ref_changes,
-)
+from audit.judge.rules import chain, lines, noun, paths_note
+from audit.judge.trust import distrusted
 from audit.model import (
+    BACKLOG_DIR,
     BACKLOG_ONLY,
     FOREIGN,
     NON_FAST_FORWARD,
@@ -54,12 +40,24 @@ from audit.model import (
     short,
     sort_findings,
 )
+from audit.reach import first_entry, new_bit, new_bits, ranges_holding, reach_bits
+from audit.refs import EntryIndex, covering, default_branch, judged_branch, ref_changes
 from jobs.core.urls import redacted_urls
 
 
 def judge(before: Mapping[str, Any], after: Mapping[str, Any], charter: Charter | None,
           history: History, hosts: Sequence[str] = ()) -> list[Finding]:
-    """Every finding between two snapshots, in report order."""
+    """Every finding between two snapshots, in report order: judged once, and again when a
+    branch that would pass rests on objects that do not hold up (`audit.judge.trust`)."""
+    findings = _judge(before, after, charter, history, hosts)
+    checked = distrusted(history, findings)
+    if checked is history:
+        return findings
+    return _judge(before, after, charter, checked, hosts)
+
+
+def _judge(before: Mapping[str, Any], after: Mapping[str, Any], charter: Charter | None,
+           history: History, hosts: Sequence[str]) -> list[Finding]:
     findings: list[Finding] = []
     b_repos: Mapping[str, Any] = before.get("repos", {})
     a_repos: Mapping[str, Any] = after.get("repos", {})

@@ -7,17 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from audit.judge.base import JudgeBase
-from audit.judge.rules import (
-    LOCAL,
-    PEELED,
-    EntryIndex,
-    chain,
-    is_release_path,
-    is_release_subject,
-    lines,
-    paths_note,
-    ref_changes,
-)
+from audit.judge.rules import LOCAL, chain, lines, paths_note
 from audit.model import (
     PUSH_LOGGED,
     RELEASE_BOTS,
@@ -29,6 +19,8 @@ from audit.model import (
     grants_release_please,
     short,
 )
+from audit.refs import PEELED, EntryIndex, ref_changes
+from audit.releases import is_release_path, is_release_subject
 
 
 class ReleaseJudge(JudgeBase):

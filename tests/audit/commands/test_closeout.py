@@ -319,10 +319,11 @@ def test_git_processes_do_not_grow_with_commits(tmp_path: Path) -> None:
     big = closeout_git_calls(tmp_path / "big", 300)
     assert small == big
     # The judgement's own share: one cat-file for every tip, one log (a fast-forward is read
-    # off the log's graph; merge-base only when the graph cannot settle it), and one log of the
-    # backlog-only commits' gitlinks.
+    # off the log's graph; merge-base only when the graph cannot settle it), one log of the
+    # backlog-only commits' gitlinks, and one cat-file that checks every commit against its
+    # name (gathered before anything is judged, so for a failing branch too).
     assert [c for c in big if c in ("cat-file", "merge-base", "log", "fetch", "rev-list")] == [
-        "cat-file", "log", "log"]
+        "cat-file", "log", "log", "cat-file"]
 
 
 # --- the whole loop with the real pre-push hook -------------------------------------------------

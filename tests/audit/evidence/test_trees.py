@@ -62,13 +62,14 @@ def test_recheck_paths_finds_what_each_commit_changes_and_what_git_did_not_say()
 
     paths = ("backlog/pinned", "backlog/tasks/t1.md", "backlog/tasks/t2.md")
     honest = Commit(child, (parent,), "s", (), paths, gitlinks=("backlog/pinned",))
-    assert recheck_paths([honest], objects, read) is None
+    assert recheck_paths([honest], objects, read) == {}
     assert len(reads) == 3  # one read per level of the trees, never one per object
     short = Commit(child, (parent,), "s", (), paths[1:])
-    assert "do not change the paths git reported" in (recheck_paths([short], objects, read)
-                                                      or "")
+    assert "do not change the paths git reported" in recheck_paths([short], objects, read)[child]
     no_link = Commit(child, (parent,), "s", (), paths)
-    assert recheck_paths([no_link], objects, read) is not None
+    assert child in recheck_paths([no_link], objects, read)
+    # Each commit is answered for on its own: one whose trees lie does not taint the other.
+    assert set(recheck_paths([honest, short], objects, read)) == {child}
     trees[_name(b"tree", tasks_new)] = None  # edited in the clone: its bytes do not match
-    assert "does not match its name" in (recheck_paths([honest], objects, read) or "")
-    assert "parent" in (recheck_paths([honest], {child: objects[child]}, read) or "")
+    assert "does not match its name" in recheck_paths([honest], objects, read)[child]
+    assert "parent" in recheck_paths([honest], {child: objects[child]}, read)[child]

@@ -24,13 +24,10 @@ from audit_helpers import (
     rev,
     verdicts,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
-from audit.evidence.history import gather_history, parse_history
+from audit.evidence.history import gather_history
 from audit.evidence.snapshot import take_snapshot
 from audit.judge.compare import judge
-from audit.judge.rules import reach_bits
 from audit.model import (
     BACKLOG_ONLY,
     FOREIGN,
@@ -39,8 +36,6 @@ from audit.model import (
     RELEASE_PLEASE,
     UNGRANTED,
     UNVERIFIED,
-    Commit,
-    PushEntry,
     exit_code,
 )
 
@@ -466,38 +461,6 @@ def test_release_commit_with_releases_unreadable_is_unverified_not_a_pass(tmp_pa
     assert exit_code(findings) == 3
 
 
-# --- the pure parts ------------------------------------------------------------------------------
-
-def test_parse_history_keeps_paths_sessions_and_refuses_spoofed_headers() -> None:
-    a, b, c = "a" * 40, "b" * 40, "c" * 40
-    text = (f"\0{a}\x1f{b} {c}\x1fMerge\x1f\0\nbacklog/x.md\0src/y\0"
-            f"\0{b}\x1f\x1fchore: release 1.0.0\x1fs1\x1es2\0"
-            f"\0{c}\x1f\x1fsubject\x1fwith\x1fseparators\0\nweird\x1fname\0")
-    got = parse_history(text)
-    assert got == [
-        Commit(a, (b, c), "Merge", (), ("backlog/x.md", "src/y")),
-        Commit(b, (), "chore: release 1.0.0", ("s1", "s2"), ()),
-        Commit(c, (), None, (), ("weird\x1fname",)),
-    ]
-
-
-def test_reach_bits_marks_each_entry_range() -> None:
-    # r <- x <- y <- z (children last); entry 0 covers x..z, entry 1 covers r..x.
-    r, x, y, z = "1" * 40, "2" * 40, "3" * 40, "4" * 40
-    commits = [Commit(z, (y,), "", (), ()), Commit(y, (x,), "", (), ()),
-               Commit(x, (r,), "", (), ()), Commit(r, (), "", (), ())]
-    entries = [PushEntry("/r", "origin", "refs/heads/main", x, z, "t", "s", 1),
-               PushEntry("/r", "origin", "refs/heads/main", r, x, "t", "s", 2)]
-    bits = reach_bits(commits, entries)
-
-    def covered(sha: str, i: int) -> bool:
-        v = bits[sha]
-        return bool((v >> (2 * i)) & 1) and not (v >> (2 * i + 1)) & 1
-
-    assert [covered(s, 0) for s in (z, y, x, r)] == [True, True, False, False]
-    assert [covered(s, 1) for s in (z, y, x, r)] == [False, False, True, False]
-
-
 def test_a_default_branch_created_during_the_run(tmp_path: Path) -> None:
     run = Run(tmp_path)
     git(run.bare, "update-ref", "-d", "refs/heads/main")  # no default branch yet at begin
@@ -551,39 +514,6 @@ def test_a_shallow_clone_cannot_call_a_rewrite(tmp_path: Path) -> None:
     assert main.verdict == UNVERIFIED and "shallow clone" in main.reason
 
 
-@settings(max_examples=60, deadline=None)
-@given(st.data())
-def test_reach_bits_agrees_with_walking_each_range(data: st.DataObject) -> None:
-    n = data.draw(st.integers(min_value=1, max_value=25))
-    shas = [f"{i + 1:040x}" for i in range(n)]  # never the all-zero "absent"
-    # Parents always have smaller indexes: a DAG with merges (up to two parents).
-    parents = [tuple(sorted(set(data.draw(st.lists(st.integers(0, i - 1), max_size=2)))))
-               if i else () for i in range(n)]
-    commits = [Commit(shas[i], tuple(shas[p] for p in parents[i]), "", (), ())
-               for i in reversed(range(n))]
-    tip = st.one_of(st.just(ZERO), st.sampled_from(shas))
-    entries = [PushEntry("/r", "origin", "refs/heads/main", data.draw(tip), data.draw(tip),
-                         "t", "s", k)
-               for k in range(data.draw(st.integers(0, 5)))]
-    bits = reach_bits(commits, entries)
-
-    def ancestors(sha: str) -> set[str]:
-        if sha == ZERO:
-            return set()
-        seen, todo = set(), [sha]
-        while todo:
-            s = todo.pop()
-            if s not in seen:
-                seen.add(s)
-                todo.extend(shas[p] for p in parents[int(s, 16) - 1])
-        return seen
-
-    for i, e in enumerate(entries):
-        expected = ancestors(e.new) - ancestors(e.old)
-        got = {s for s in shas if (bits[s] >> (2 * i)) & 1 and not (bits[s] >> (2 * i + 1)) & 1}
-        assert got == expected
-
-
 def test_compare_when_the_clone_is_gone_is_unverified(tmp_path: Path) -> None:
     run = Run(tmp_path)
     other = other_clone(run)
@@ -605,23 +535,6 @@ def test_a_logged_push_to_a_repository_never_snapshotted_is_unverified(tmp_path:
     assert [(f.repo, f.kind, f.verdict) for f in findings] == [
         (str(stray), "repo-unaudited", UNVERIFIED)]
     assert "line 1" in findings[0].reason
-
-
-def test_entry_ancestry_reads_fast_forwards_off_the_graph() -> None:
-    from audit.judge.rules import entry_ancestry
-
-    # r <- x <- y <- z, with r excluded (the before tip): git listed only z, y, x.
-    r, x, y, z, q = "1" * 40, "2" * 40, "3" * 40, "4" * 40, "5" * 40
-    commits = [Commit(z, (y,), "", (), ()), Commit(y, (x,), "", (), ()),
-               Commit(x, (r,), "", (), ())]
-
-    def e(old: str, new: str) -> PushEntry:
-        return PushEntry("/r", "origin", "refs/heads/main", old, new, "t", "s", 1)
-
-    got = entry_ancestry(commits, [e(x, z), e(z, x), e(r, y), e(q, y), e(ZERO, z), e(y, ZERO)])
-    # Inside the graph: settled either way; an old tip on the graph's edge: settled when the
-    # new tip reaches it; an old tip the graph never saw: git must be asked (None).
-    assert got == [True, False, True, None, None, None]
 
 
 def test_a_draft_release_grants_nothing(tmp_path: Path) -> None:
