@@ -56,6 +56,13 @@ def test_list_loads_no_ledger_git_logging_or_orchestrator(tmp_path: Path) -> Non
     assert "zoneinfo" not in modules
 
 
+def test_a_text_listing_loads_no_json(tmp_path: Path) -> None:
+    repo = make_verify_repo(tmp_path, tasks=[1, 2])
+    modules = loaded("list", "--config", str(repo.config_path), "--today", "2026-11-30")
+    assert "jobs.commands.list" in modules
+    assert "json" not in modules
+
+
 def test_help_and_version_load_nothing_of_the_commands() -> None:
     for argv in (("--help",), ("--version",), ("list", "--help")):
         modules = loaded(*argv)
