@@ -10,13 +10,12 @@ written by `make help-texts` (scripts/help_texts.py). Any other command line, an
 width, goes to argparse as before. tests/test_cached_help.py renders every kept text with
 argparse at each width it is kept for and fails when one differs by a byte.
 
-This module imports nothing but `os` and `sys`, which every interpreter has loaded already.
+This module imports nothing but `os` and `sys`, which every interpreter has loaded already, and
+the texts only for a command line that asks for help.
 """
 
 import os
 import sys
-
-from jobs.cached_help_texts import TEXTS
 
 PROG = "loop-verify"
 HELP_OPTIONS = ("-h", "--help")
@@ -45,6 +44,8 @@ def kept_help(argv: list[str], columns: int) -> str | None:
     help (`--help`, `-h`, or a verb and one of them) and that text is kept; else None."""
     if not 1 <= len(argv) <= 2 or argv[-1] not in HELP_OPTIONS:
         return None
+    from jobs.cached_help_texts import TEXTS  # only for a command line that asks for help
+
     prog = " ".join([PROG, *argv[:-1]])
     for low, high, text in TEXTS.get(prog, ()):
         if low <= columns and (high is None or columns <= high):
