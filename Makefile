@@ -15,7 +15,7 @@ export PATH := $(CURDIR)/$(BIN):$(CURDIR)/$(NPM_PREFIX)/node_modules/.bin:$(PATH
 # asserts again (about 2.5 s of CPU per worker). __pycache__/ is ignored by git.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup test test-thorough lint typecheck pytest demo bench fixtures clean browser
+.PHONY: setup test test-thorough lint typecheck pytest demo bench fixtures help-texts clean browser
 
 setup: $(STAMP) $(BACKLOG)
 
@@ -81,6 +81,11 @@ bench: setup
 
 fixtures: setup
 	$(BIN)/python backlog-fixtures/generate.py
+
+# argparse's help texts that `--help` prints without argparse (jobs/cached_help.py): write them
+# again after changing a verb, an option or a help string (tests/test_cached_help.py says when).
+help-texts: setup
+	$(BIN)/python scripts/help_texts.py
 
 clean:
 	rm -rf $(VENV) $(NPM_PREFIX) demo-run

@@ -4,7 +4,8 @@ Start-up is most of what a user waits for in `--help` and `list`, so the garbage
 off while the command line is parsed and the verb's modules are imported: those imports make
 tens of thousands of objects that live as long as the process, and collecting among them cost
 about 4 ms of every start (a tenth of an empty `list`). argparse is imported when the parser is
-built, inside that window.
+built, inside that window. `--help` and `VERB --help` print argparse's text kept in
+jobs/cached_help.py, without argparse.
 """
 
 from __future__ import annotations
@@ -15,29 +16,13 @@ import sys
 from collections.abc import Callable, Sequence
 from functools import partial
 
+from jobs import cached_help
+from jobs.cached_help import terminal_columns
 from jobs.core.cli import cli_entry
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing for --help
 if TYPE_CHECKING:
     import argparse
-
-
-def terminal_columns() -> int:
-    """`shutil.get_terminal_size().columns`, as argparse's help formatter asks for it, without
-    importing shutil (and its compression modules) in every command: $COLUMNS when it is a
-    positive number, else the width of the terminal on stdout, else 80."""
-    try:
-        columns = int(os.environ["COLUMNS"])
-    except (KeyError, ValueError):
-        columns = 0
-    if columns <= 0:
-        try:
-            # no stdout at all (None) is the AttributeError shutil catches too
-            stdout = sys.__stdout__.fileno()  # type: ignore[union-attr]
-            columns = os.get_terminal_size(stdout).columns or 80
-        except (AttributeError, ValueError, OSError):
-            columns = 80
-    return columns
 
 
 def help_formatter(prog: str) -> argparse.HelpFormatter:
@@ -174,6 +159,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if sys.stdin is None or sys.stdout is None or sys.stderr is None:
         _closed_streams_to_devnull()
     argv = sys.argv[1:] if argv is None else list(argv)
+    kept = cached_help.kept_help(argv, terminal_columns())
+    if kept is not None:
+        cached_help.print_help(kept)
+        sys.exit(0)  # as argparse's help action exits
     collecting = gc.isenabled()
     gc.disable()
     try:

@@ -15,14 +15,16 @@ import pytest
 from verify_helpers import ROOT, make_verify_repo
 
 PROBE = """
-import contextlib, io, json, sys
+import contextlib, io, sys
 from jobs.main import main
 with contextlib.redirect_stdout(io.StringIO()):
     try:
         main(sys.argv[1:])
     except SystemExit:
         pass
-print(json.dumps(sorted(sys.modules)))
+held = sorted(sys.modules)
+import json  # after: json imports re
+print(json.dumps(held))
 """
 HEAVY = ("sqlalchemy", "structlog", "git", "psutil", "apscheduler", "github")
 # Modules the command path does without (each costs start-up milliseconds): PyYAML for a
@@ -54,19 +56,28 @@ def test_list_loads_no_ledger_git_logging_or_orchestrator(tmp_path: Path) -> Non
     assert "zoneinfo" not in modules
 
 
+def test_a_text_listing_loads_no_json(tmp_path: Path) -> None:
+    repo = make_verify_repo(tmp_path, tasks=[1, 2])
+    modules = loaded("list", "--config", str(repo.config_path), "--today", "2026-11-30")
+    assert "jobs.commands.list" in modules
+    assert "json" not in modules
+
+
 def test_help_and_version_load_nothing_of_the_commands() -> None:
-    for argv in (("--help",), ("--version",)):
+    for argv in (("--help",), ("--version",), ("list", "--help")):
         modules = loaded(*argv)
         assert not roots(modules) & {*HEAVY, "yaml"}, argv
         assert not [m for m in modules if m.startswith("jobs.") and m not in
-                    ("jobs.main", "jobs.core", "jobs.core.cli", "jobs.core.errors",
-                     "jobs.core.version")], argv
+                    ("jobs.main", "jobs.cached_help", "jobs.cached_help_texts", "jobs.core",
+                     "jobs.core.cli", "jobs.core.errors", "jobs.core.version")], argv
 
 
-def test_help_loads_no_typing_pathlib_dataclasses_shutil_or_yaml() -> None:
-    modules = loaded("--help")
-    assert not roots(modules) & {*NOT_ON_THE_PATH, "pathlib", "typing"}, sorted(
-        roots(modules) & {*NOT_ON_THE_PATH, "pathlib", "typing"})
+@pytest.mark.parametrize("argv", [("--help",), ("-h",), ("list", "--help"), ("review", "-h")])
+def test_help_is_kept_text_without_argparse(argv: tuple[str, ...]) -> None:
+    # jobs.cached_help prints argparse's own text (tests/test_cached_help.py): argparse and what
+    # it imports (re, gettext, locale) were most of what --help cost.
+    unwanted = {*NOT_ON_THE_PATH, "argparse", "re", "gettext", "locale", "pathlib", "typing"}
+    assert not roots(loaded(*argv)) & unwanted, sorted(roots(loaded(*argv)) & unwanted)
 
 
 def test_history_does_not_load_the_orchestrator(tmp_path: Path) -> None:
@@ -94,7 +105,8 @@ def test_help_width_is_the_one_argparse_computes(columns: str | None,
     import argparse
     import shutil
 
-    from jobs.main import build_parser, terminal_columns
+    from jobs.cached_help import terminal_columns
+    from jobs.main import build_parser
 
     if columns is None:
         monkeypatch.delenv("COLUMNS", raising=False)
@@ -223,3 +235,16 @@ def test_main_leaves_the_collector_as_it_found_it(tmp_path: Path,
             assert after is enabled, (argv, enabled)
     assert seen == [True, False]
     capsys.readouterr()
+
+
+def test_every_package_init_imports_nothing() -> None:
+    """A package's `__init__.py` runs whenever any of its modules is imported: one import there
+    would cost every command that touches the package, `--help` and `list` included."""
+    import ast
+
+    inits = sorted([*ROOT.glob("jobs/**/__init__.py"), *ROOT.glob("audit/**/__init__.py")])
+    assert len(inits) > 10
+    for init in inits:
+        tree = ast.parse(init.read_text(encoding="utf-8"))
+        assert not [node for node in ast.walk(tree)
+                    if isinstance(node, ast.Import | ast.ImportFrom)], init

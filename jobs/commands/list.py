@@ -7,7 +7,6 @@ structured logging (the log is opened only to record an unexpected fault).
 from __future__ import annotations
 
 import gc
-import json
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +41,8 @@ def main(*, config_path: str | None, repos: list[str] | None, today: str | None,
     try:
         rows, problems, repo_failed = _scan_all(config, day)
         if as_json:
+            import json  # only here: json and the re it imports cost a text listing's start-up
+
             out = json.dumps({"today": day.isoformat(), "tasks": rows, "unreadable": problems},
                              sort_keys=True)
         else:
