@@ -93,7 +93,7 @@ def test_an_older_ledger_gains_the_new_columns_in_place(tmp_path: Path) -> None:
 
 
 def claim(machine: str, run_id: str, task: str = "TASK-1") -> claims.Claim:
-    key = claims.claim_key("github.com/o/app", task, "2026-11-30")
+    key = claims.claim_key("github.com/o/app", task, "2026-11-30", "0" * 40)
     return claims.Claim(key, "github.com/o/app", task, "2026-11-30", run_id, machine)
 
 
