@@ -15,8 +15,8 @@ from jobs.git import repo as git
 from jobs.git.run import GitError
 from jobs.ledger.spool import SPOOL_DIR, Spool
 from jobs.ledger.store import Ledger, LedgerError
-from jobs.process import recipe as runner
 from jobs.notify import deliveries, messages
+from jobs.process import recipe as runner
 from jobs.schedule.install import Check
 from jobs.schedule.liveness import firing_checks
 from jobs.schedule.status import scheduler_checks
@@ -173,7 +173,7 @@ def delivery_checks(config: Config) -> list[Check]:
     if config.notify and messages.apprise_missing():
         checks.append(Check("notify", False, messages.NOT_INSTALLED,
                             "install it where loop-verify runs"))
-    for i, url in enumerate(config.notify, start=1):
+    for url in config.notify:
         last = deliveries.last(config.state_dir, deliveries.NOTIFY, url)
         if last is not None and not last.ok:
             checks.append(Check("notify", False, f"the last message to {last.shown} could "

@@ -17,7 +17,6 @@ from jobs.core.errors import UsageError
 from jobs.ledger.spool import SPOOL_DIR
 from jobs.verify import run as verify
 from jobs.verify.summary import closing_line
-from jobs.verify.summary import elapsed as elapsed_text
 from jobs.verify.terminal import emit, format_line, natural_key, one_line, repo_name
 
 

@@ -131,9 +131,9 @@ class Ledger:
         self.open_error: str | None = None
         self.spooled = 0
         try:
+            self.engine = _engine(url)
             if url.startswith("sqlite:///"):
                 Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-            self.engine = _engine(url)
             self._retrying("open", self._create_schema)
         except (SQLAlchemyError, OSError, ValueError) as exc:
             log.error("ledger.open_failed", ledger=self.shown_url, error=first_line(exc),

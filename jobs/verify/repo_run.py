@@ -10,7 +10,6 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from datetime import datetime
 from functools import partial
-from pathlib import Path
 
 from jobs.backlog import scan as backlog
 from jobs.config.load import Config, RepoConfig
@@ -24,6 +23,7 @@ from jobs.ledger.model import FAILING, Attempt, Verdict
 from jobs.ledger.store import Ledger, LedgerError
 from jobs.process import recipe as runner
 from jobs.verify import claims as clone_claims
+from jobs.verify.recipes import recipe_problems
 from jobs.verify.recover import commit_kept, recover_pending
 from jobs.verify.rules import eligibility, readiness
 from jobs.verify.summary import EVENTS, Printer, RunSummary, unexpected
@@ -34,23 +34,6 @@ log = get_logger("loop-verify")
 
 LOCK_NAME = "loop-verify.lock"
 LEDGER_GONE = clone_claims.LEDGER_GONE
-
-
-def recipe_problems(root: Path, recipes: list[str], just: str) -> dict[str, str]:
-    """Why each recipe named here would fail before it runs (no justfile, an unreadable one, a
-    recipe it lacks): one `just` for the whole repository. `list` and `--dry-run` say so."""
-    if not recipes:
-        return {}
-    justfile = runner.find_justfile(root)
-    if justfile is None:
-        return dict.fromkeys(recipes, "no justfile in the repository root")
-    try:
-        known = runner.list_recipes(justfile, root, just=just)
-    except runner.JustfileInvalid as exc:
-        return dict.fromkeys(recipes, f"the justfile cannot be read: {exc.message}")
-    except runner.RecipeError as exc:
-        return dict.fromkeys(recipes, f"just cannot list the recipes: {exc}")
-    return {r: f"the justfile has no recipe {r}" for r in recipes if r not in known}
 
 
 def in_natural_order(tasks: list[eligibility.Classified]) -> list[eligibility.Classified]:

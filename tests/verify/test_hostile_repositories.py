@@ -12,7 +12,6 @@ pass, so a rule that refused everything would fail this test.
 from __future__ import annotations
 
 import re
-
 from dataclasses import dataclass
 from pathlib import Path
 
