@@ -73,3 +73,14 @@ def test_a_run_that_cannot_reach_the_ledger_is_kept_in_the_spool(tmp_path: Path)
              Spool(repo.state_dir / SPOOL_DIR).entries() if kind == "run"]
     assert kinds[-1] == ("run", 3)
     assert "run.finished" in {e["event"] for e in repo.log_events()}
+
+
+def test_a_run_serve_starts_records_its_trigger(tmp_path: Path) -> None:
+    from jobs.core.logs import configure_logging
+    from jobs.schedule.serve import run_daily_verification
+
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    configure_logging(repo.state_dir / "loop-jobs.jsonl", console=False, machine="m")
+    assert run_daily_verification(str(repo.config_path)) == 0
+    [run] = runs_of(f"sqlite:///{repo.state_dir / 'ledger.db'}")
+    assert (run["trigger"], run["exit_code"], run["counts"]) == ("serve", 0, {"pass": 1})
