@@ -3,6 +3,8 @@ a message is sent: its import is slow and most runs send nothing."""
 
 from __future__ import annotations
 
+import logging
+
 from jobs.notify.bounded import CALL_LIMIT, within
 
 # Apprise's own notification types.
@@ -29,9 +31,27 @@ def send(url: str, title: str, body: str, kind: str, *, limit: float = CALL_LIMI
         teller = apprise.Apprise()
         if not teller.add(url):
             return "Apprise does not understand this URL"
-        if teller.notify(title=title, body=body, notify_type=kind,
-                         body_format=apprise.NotifyFormat.TEXT):
-            return None
-        return "the service did not take the message"
+        said = _Said()
+        source = logging.getLogger("apprise")
+        source.addHandler(said)
+        try:
+            if teller.notify(title=title, body=body, notify_type=kind,
+                             body_format=apprise.NotifyFormat.TEXT):
+                return None
+        finally:
+            source.removeHandler(said)
+        # Apprise says why only in its log: its last warning is the reason.
+        return "the service did not take the message" + (f": {said.last}" if said.last else "")
 
     return within(limit, call)
+
+
+class _Said(logging.Handler):
+    """The last warning Apprise logged while it sent one message."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.last = ""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.last = record.getMessage().strip()
