@@ -244,6 +244,8 @@ class RepoRun:
             skipped.claimed_by = got.machine
             return skipped
         if isinstance(got, str):
+            if got == LEDGER_GONE and self.summary.ledger_lost is None:
+                self.summary.ledger_lost = LEDGER_GONE
             return self.attempt(Verdict.SKIPPED, task=task, reason=got)
         return got
 

@@ -68,6 +68,7 @@ def _recorded_run(config: Config, summary: RunSummary, stop: threading.Event | N
               started_at=datetime.now(UTC),
               config=str(config.source) if config.source is not None else None)
     ledger: Ledger | None = None
+    cut_short = EXIT_UNCHECKED  # the exit code of a fault that ends the run early
     completed = False
     try:
         ledger = Ledger(config.ledger, machine=config.machine,
@@ -81,17 +82,21 @@ def _recorded_run(config: Config, summary: RunSummary, stop: threading.Event | N
         retention.prune_outputs(config.state_dir, config.output_retention, datetime.now(UTC))
         _run_all(config, summary, ledger, stop, printer, ticker, just)
         completed = True
+    except LoopError as exc:
+        cut_short = exc.exit_code
+        raise
     finally:
-        _ended(config, summary, run, ledger, began, completed)
+        _ended(config, summary, run, ledger, began, None if completed else cut_short)
 
 
 def _ended(config: Config, summary: RunSummary, run: Run, ledger: Ledger | None, began: float,
-           completed: bool) -> None:
+           cut_short: int | None) -> None:
     """Record, log, ping and tell how the run ended, whether it completed or was cut short by a
-    fault that `cli_entry` reports (then its exit code is 3)."""
+    fault that `cli_entry` reports (with that fault's exit code: 2 for a ledger driver that is
+    not installed, else 3)."""
     if ledger is not None:
         summary.spooled = ledger.spooled
-    exit_code = summary.exit_code if completed else EXIT_UNCHECKED
+    exit_code = summary.exit_code if cut_short is None else cut_short
     run.ended_at, run.exit_code, run.counts = datetime.now(UTC), exit_code, summary.counts()
     try:
         if ledger is not None:

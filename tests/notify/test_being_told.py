@@ -198,3 +198,16 @@ def test_shown_targets_keep_no_secret() -> None:
     assert deliveries.shown_target("tgram://123456:SECRET/789", "notify") == "tgram://…"
     assert deliveries.shown_target("https://hc-ping.com/uuid", "heartbeat") == \
         "https://hc-ping.com/…"
+
+
+def test_a_run_cut_short_by_a_fault_still_pings_its_end(
+        tmp_path: Path, httpserver: HTTPServer) -> None:
+    server = Recorder(httpserver)
+    repo = told_repo(tmp_path, heartbeat_url=httpserver.url_for(CHECK))
+    # A ledger whose driver is not installed: the run stops with exit 2 before any task.
+    data = repo.config_path.read_text() + "ledger: postgresql+nosuchdriver://u@h/db\n"
+    repo.config_path.write_text(data)
+    done = repo.run("run", *TODAY)
+    assert done.returncode == 2, done.stderr
+    assert "database driver is not installed" in done.stderr
+    assert server.paths() == [f"{CHECK}/start", f"{CHECK}/2"]
