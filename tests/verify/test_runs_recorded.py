@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from pathlib import Path
 
+import pytest
 from verify_helpers import make_verify_repo
 
 from jobs.ledger.runs import read_runs
@@ -75,12 +77,15 @@ def test_a_run_that_cannot_reach_the_ledger_is_kept_in_the_spool(tmp_path: Path)
     assert "run.finished" in {e["event"] for e in repo.log_events()}
 
 
-def test_a_run_serve_starts_records_its_trigger(tmp_path: Path) -> None:
+def test_a_run_serve_starts_records_its_trigger(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
     from jobs.core.logs import configure_logging
-    from jobs.schedule.serve import run_daily_verification
+    from jobs.schedule import serve
 
+    # The process-wide stop event of `serve`: another test in this worker may have set it.
+    monkeypatch.setattr(serve, "STOP", threading.Event())
     repo = make_verify_repo(tmp_path, tasks=[1])
     configure_logging(repo.state_dir / "loop-jobs.jsonl", console=False, machine="m")
-    assert run_daily_verification(str(repo.config_path)) == 0
+    assert serve.run_daily_verification(str(repo.config_path)) == 0
     [run] = runs_of(f"sqlite:///{repo.state_dir / 'ledger.db'}")
     assert (run["trigger"], run["exit_code"], run["counts"]) == ("serve", 0, {"pass": 1})
