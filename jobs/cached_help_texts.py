@@ -30,30 +30,40 @@ TEXTS: dict[str, tuple[tuple[int, int | None, str], ...]] = {
          '  --version   print the version and exit\n'),
     ),
     'loop-verify run': (
-        (76, 81,
+        (74, 82,
          'usage: loop-verify run [-h] [--repo PATH] [--config FILE] [--today DATE]\n'
          '                       [--timeout DUR] [--dry-run] [--json]\n'
+         '                       [--quiet | --verbose]\n'
+         '                       [--trigger {manual,launchd,systemd,serve}]\n'
          '\n'
          'options:\n'
-         '  -h, --help     show this help message and exit\n'
-         '  --repo PATH    repository to verify (repeatable; replaces the configured\n'
-         '                 list)\n'
-         '  --config FILE  configuration file\n'
-         '  --today DATE   treat DATE (YYYY-MM-DD) as today\n'
-         '  --timeout DUR  per-recipe limit for this run\n'
-         '  --dry-run      report what would run; change nothing\n'
-         '  --json         print one JSON object\n'),
-        (111, None,
-         'usage: loop-verify run [-h] [--repo PATH] [--config FILE] [--today DATE] [--timeout DUR] [--dry-run] [--json]\n'
+         '  -h, --help            show this help message and exit\n'
+         '  --repo PATH           repository to verify (repeatable; replaces the\n'
+         '                        configured list)\n'
+         '  --config FILE         configuration file\n'
+         '  --today DATE          treat DATE (YYYY-MM-DD) as today\n'
+         '  --timeout DUR         per-recipe limit for this run\n'
+         '  --dry-run             report what would run; change nothing\n'
+         '  --json                print one JSON object\n'
+         '  --quiet               print only what did not pass\n'
+         '  --verbose             also name every task left alone, and why\n'
+         '  --trigger {manual,launchd,systemd,serve}\n'
+         '                        what started this run (recorded in the ledger)\n'),
+        (176, None,
+         'usage: loop-verify run [-h] [--repo PATH] [--config FILE] [--today DATE] [--timeout DUR] [--dry-run] [--json] [--quiet | --verbose] [--trigger {manual,launchd,systemd,serve}]\n'
          '\n'
          'options:\n'
-         '  -h, --help     show this help message and exit\n'
-         '  --repo PATH    repository to verify (repeatable; replaces the configured list)\n'
-         '  --config FILE  configuration file\n'
-         '  --today DATE   treat DATE (YYYY-MM-DD) as today\n'
-         '  --timeout DUR  per-recipe limit for this run\n'
-         '  --dry-run      report what would run; change nothing\n'
-         '  --json         print one JSON object\n'),
+         '  -h, --help            show this help message and exit\n'
+         '  --repo PATH           repository to verify (repeatable; replaces the configured list)\n'
+         '  --config FILE         configuration file\n'
+         '  --today DATE          treat DATE (YYYY-MM-DD) as today\n'
+         '  --timeout DUR         per-recipe limit for this run\n'
+         '  --dry-run             report what would run; change nothing\n'
+         '  --json                print one JSON object\n'
+         '  --quiet               print only what did not pass\n'
+         '  --verbose             also name every task left alone, and why\n'
+         '  --trigger {manual,launchd,systemd,serve}\n'
+         '                        what started this run (recorded in the ledger)\n'),
     ),
     'loop-verify list': (
         (75, 83,
@@ -77,26 +87,29 @@ TEXTS: dict[str, tuple[tuple[int, int | None, str], ...]] = {
          '  --json\n'),
     ),
     'loop-verify history': (
-        (78, 94,
-         'usage: loop-verify history [-h] [--config FILE] [--since DATE] [--repo PATH]\n'
-         '                           [--machine NAME] [--json]\n'
+        (73, 81,
+         'usage: loop-verify history [-h] [--config FILE] [--since DATE]\n'
+         '                           [--repo PATH|NAME] [--machine NAME] [--runs]\n'
+         '                           [--json]\n'
          '\n'
          'options:\n'
-         '  -h, --help      show this help message and exit\n'
-         '  --config FILE   configuration file\n'
+         '  -h, --help        show this help message and exit\n'
+         '  --config FILE     configuration file\n'
          '  --since DATE\n'
-         '  --repo PATH\n'
-         "  --machine NAME  only this machine's attempts\n"
+         '  --repo PATH|NAME  one repository, by path or name\n'
+         "  --machine NAME    only this machine's attempts\n"
+         '  --runs            list runs instead of attempts\n'
          '  --json\n'),
-        (104, None,
-         'usage: loop-verify history [-h] [--config FILE] [--since DATE] [--repo PATH] [--machine NAME] [--json]\n'
+        (118, None,
+         'usage: loop-verify history [-h] [--config FILE] [--since DATE] [--repo PATH|NAME] [--machine NAME] [--runs] [--json]\n'
          '\n'
          'options:\n'
-         '  -h, --help      show this help message and exit\n'
-         '  --config FILE   configuration file\n'
+         '  -h, --help        show this help message and exit\n'
+         '  --config FILE     configuration file\n'
          '  --since DATE\n'
-         '  --repo PATH\n'
-         "  --machine NAME  only this machine's attempts\n"
+         '  --repo PATH|NAME  one repository, by path or name\n'
+         "  --machine NAME    only this machine's attempts\n"
+         '  --runs            list runs instead of attempts\n'
          '  --json\n'),
     ),
     'loop-verify review': (

@@ -45,6 +45,12 @@ def _run_options(run: argparse.ArgumentParser) -> None:
     run.add_argument("--timeout", metavar="DUR", help="per-recipe limit for this run")
     run.add_argument("--dry-run", action="store_true", help="report what would run; change nothing")
     run.add_argument("--json", action="store_true", help="print one JSON object")
+    said = run.add_mutually_exclusive_group()
+    said.add_argument("--quiet", action="store_true", help="print only what did not pass")
+    said.add_argument("--verbose", action="store_true",
+                      help="also name every task left alone, and why")
+    run.add_argument("--trigger", choices=["manual", "launchd", "systemd", "serve"],
+                     default="manual", help="what started this run (recorded in the ledger)")
 
 
 def _list_options(lst: argparse.ArgumentParser) -> None:
@@ -57,8 +63,9 @@ def _list_options(lst: argparse.ArgumentParser) -> None:
 def _history_options(hist: argparse.ArgumentParser) -> None:
     _config_option(hist)
     hist.add_argument("--since", metavar="DATE")
-    hist.add_argument("--repo", metavar="PATH")
+    hist.add_argument("--repo", metavar="PATH|NAME", help="one repository, by path or name")
     hist.add_argument("--machine", metavar="NAME", help="only this machine's attempts")
+    hist.add_argument("--runs", action="store_true", help="list runs instead of attempts")
     hist.add_argument("--json", action="store_true")
 
 
@@ -182,7 +189,8 @@ def _verb(args: argparse.Namespace) -> Callable[[], int]:
     if command == "run":
         from jobs.commands import run
         return partial(run.main, config=args.config, repos=args.repo, today=args.today,
-                       timeout=args.timeout, dry_run=args.dry_run, as_json=args.json)
+                       timeout=args.timeout, dry_run=args.dry_run, as_json=args.json,
+                       quiet=args.quiet, verbose=args.verbose, trigger=args.trigger)
     if command == "list":
         from jobs.commands import list as list_cmd
 
@@ -196,7 +204,7 @@ def _verb(args: argparse.Namespace) -> Callable[[], int]:
     if command == "history":
         from jobs.commands import history
         return partial(history.main, config_path=args.config, since=args.since, repo=args.repo,
-                       machine=args.machine, as_json=args.json)
+                       machine=args.machine, as_json=args.json, runs=args.runs)
     if command == "review":
         from jobs.commands import review
         return partial(review.main, review.ReviewOptions(

@@ -47,8 +47,9 @@ def roots(modules: set[str]) -> set[str]:
 
 def test_list_loads_no_ledger_git_logging_or_orchestrator(tmp_path: Path) -> None:
     repo = make_verify_repo(tmp_path, tasks=[1, 2])
+    # Nothing due on that day: no justfile needs asking either.
     modules = loaded("list", "--json", "--config", str(repo.config_path), "--today",
-                     "2026-11-30")
+                     "2026-10-30")
     assert not roots(modules) & set(HEAVY), sorted(roots(modules) & set(HEAVY))
     assert not modules & set(ORCHESTRATION), sorted(modules & set(ORCHESTRATION))
     assert not roots(modules) & set(NOT_ON_THE_PATH), sorted(roots(modules) & set(NOT_ON_THE_PATH))
@@ -58,9 +59,21 @@ def test_list_loads_no_ledger_git_logging_or_orchestrator(tmp_path: Path) -> Non
 
 def test_a_text_listing_loads_no_json(tmp_path: Path) -> None:
     repo = make_verify_repo(tmp_path, tasks=[1, 2])
-    modules = loaded("list", "--config", str(repo.config_path), "--today", "2026-11-30")
+    # Nothing due that day: with a due task, `list` reads `just --dump`'s JSON to say whether
+    # its recipe is in the justfile (test_list_with_due_tasks_asks_just_…).
+    modules = loaded("list", "--config", str(repo.config_path), "--today", "2026-10-30")
     assert "jobs.commands.list" in modules
     assert "json" not in modules
+
+
+def test_list_with_due_tasks_asks_just_but_loads_no_recipe_runner(tmp_path: Path) -> None:
+    repo = make_verify_repo(tmp_path, tasks=[1, 2])
+    modules = loaded("list", "--json", "--config", str(repo.config_path), "--today",
+                     "2026-11-30")
+    # Whether each due task's recipe is in the justfile: one `just --dump`, nothing more.
+    assert "jobs.process.justfile" in modules
+    assert not roots(modules) & set(HEAVY), sorted(roots(modules) & set(HEAVY))
+    assert not modules & set(ORCHESTRATION), sorted(modules & set(ORCHESTRATION))
 
 
 def test_help_and_version_load_nothing_of_the_commands() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from datetime import datetime
 from pathlib import Path
 
 from jobs.backlog import scan as backlog
@@ -14,8 +15,10 @@ from jobs.git import repo as git
 from jobs.git.run import GitError
 from jobs.ledger.spool import SPOOL_DIR, Spool
 from jobs.ledger.store import Ledger, LedgerError
+from jobs.notify import deliveries, messages
 from jobs.process import recipe as runner
 from jobs.schedule.install import Check
+from jobs.schedule.liveness import firing_checks
 from jobs.schedule.status import scheduler_checks
 from jobs.verify.rules import readiness
 
@@ -152,9 +155,39 @@ def repo_check(root: Path, branch: str, ledger: Ledger | None) -> Check:
                             "can take a commit", None)
 
 
-def main(*, config_path: str | None) -> int:
+def delivery_checks(config: Config) -> list[Check]:
+    """The heartbeat and each notify: URL: a failing Check while the last delivery there could
+    not be made (until a later one succeeds)."""
+    checks = []
+    if config.heartbeat is not None:
+        last = deliveries.last(config.state_dir, deliveries.HEARTBEAT, config.heartbeat)
+        shown = deliveries.shown_target(config.heartbeat, deliveries.HEARTBEAT)
+        if last is not None and not last.ok:
+            checks.append(Check("heartbeat", False, f"the last ping ({last.what}) to {shown} "
+                                f"could not be delivered at {last.at}: {last.error}",
+                                "check the URL and that this machine reaches it; the next "
+                                "run's pings clear this"))
+        else:
+            when = f"last ping ({last.what}) at {last.at}" if last else "no ping sent yet"
+            checks.append(Check("heartbeat", True, f"{shown}: {when}"))
+    if config.notify and messages.apprise_missing():
+        checks.append(Check("notify", False, messages.NOT_INSTALLED,
+                            "install it where loop-verify runs"))
+    for url in config.notify:
+        last = deliveries.last(config.state_dir, deliveries.NOTIFY, url)
+        if last is not None and not last.ok:
+            checks.append(Check("notify", False, f"the last message to {last.shown} could "
+                                f"not be delivered at {last.at}: {last.error}",
+                                "check the Apprise URL (`apprise -vv -b test URL`); the next "
+                                "message clears this"))
+    return checks
+
+
+def main(*, config_path: str | None, now: datetime | None = None) -> int:
     config = setup(config_path)
-    checks = tool_checks() + config_checks(config) + repo_checks(config) + scheduler_checks(config)
+    checks = (tool_checks() + config_checks(config) + repo_checks(config)
+              + scheduler_checks(config, now=now) + firing_checks(config, now=now)
+              + delivery_checks(config))
     for check in checks:
         mark = "ok  " if check.ok else "FAIL"
         print(f"{mark} {check.name}: {check.detail}")

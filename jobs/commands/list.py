@@ -16,7 +16,7 @@ from jobs.config.load import load_config, with_repos
 from jobs.core import errors
 from jobs.core.errors import EXIT_OK, EXIT_UNCHECKED, UsageError
 from jobs.verify.rules import eligibility
-from jobs.verify.terminal import emit, one_line, repo_names
+from jobs.verify.terminal import emit, natural_key, one_line, repo_names
 
 if TYPE_CHECKING:
     from datetime import date
@@ -73,6 +73,7 @@ def _scan_all(config: Config, day: date) -> tuple[list[dict[str, Any]], list[dic
                          "message": e.message} for e in scan.errors)
         root = str(scan.root) + os.sep
         where = str(repo.path)
+        first = len(rows)
         for task in scan.tasks:
             c = eligibility.classify(task, scan.config, day)
             if c is None:
@@ -86,6 +87,17 @@ def _scan_all(config: Config, day: date) -> tuple[list[dict[str, Any]], list[dic
                 "label_date": c.label_date.isoformat() if c.label_date else None,
                 "recipe": c.recipe,
             })
+        due = [row for row in rows[first:] if row["state"] == eligibility.DUE]
+        if due:
+            # One `just` per repository with something due: say now what the run would fail.
+            from jobs.verify.recipes import recipe_problems
+
+            missing = recipe_problems(repo.path, (row["recipe"] for row in due))
+            for row in due:
+                row["reason"] = missing.get(row["recipe"])
+        # TASK-5 before TASK-10, each repository in the configured order.
+        rows[first:] = sorted(rows[first:], key=lambda row: (natural_key(row["id"] or ""),
+                                                            row["path"]))
     return rows, problems, repo_failed
 
 

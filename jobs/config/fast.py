@@ -83,9 +83,9 @@ def read_simple(text: str, keys: Collection[str], item_keys: Collection[str]) ->
     """(data, key lines, plain texts) as `yaml.safe_load` and the composed node would give them,
     or None when `text` is outside the simple subset.
 
-    The key lines are 1-based: each top-level key, each `repos` item (`repos[0]`) and each key
-    of an item that is a mapping (`repos[0].path`); the plain texts are the unquoted top-level
-    scalar values exactly as written.
+    The key lines are 1-based: each top-level key, each item of a list (`repos[0]`,
+    `notify[1]`) and each key of an item that is a mapping (`repos[0].path`); the plain texts
+    are the unquoted top-level scalar values exactly as written.
     """
     if not text.isascii() or _PRINTABLE.fullmatch(text) is None:
         return None
@@ -140,8 +140,7 @@ def read_simple(text: str, keys: Collection[str], item_keys: Collection[str]) ->
             else:
                 mapping = {}
                 items.append(mapping)
-            if key == "repos":
-                lines[f"repos[{len(items) - 1}]"] = number
+            lines[f"{key}[{len(items) - 1}]"] = number
             if name is None:
                 continue
         elif mapping is None or indent is None or at != indent + "  ":
@@ -149,6 +148,5 @@ def read_simple(text: str, keys: Collection[str], item_keys: Collection[str]) ->
         if mapping is None or name not in item_keys or name in mapping or kind == "empty":
             return None
         mapping[name] = value
-        if key == "repos":
-            lines[f"repos[{len(items) - 1}].{name}"] = number
+        lines[f"{key}[{len(items) - 1}].{name}"] = number
     return data, lines, plain

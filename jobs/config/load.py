@@ -28,9 +28,11 @@ MACHINE_MAX = 128
 # Patterns a command rarely needs are compiled on first use (re's own cache keeps them): each
 # compiled at import costs every start-up a fraction of a millisecond.
 _SCHEDULE = r"^([01]?\d|2[0-3]):([0-5]\d)$"
+# An Apprise URL: a scheme, `://`, then anything without spaces or control characters.
+_APPRISE_URL = r"^[A-Za-z][A-Za-z0-9+.-]*://[^\s\x00-\x1f\x7f]+$"
 
 TOP_KEYS = {"repos", "timeout", "kill_grace", "timezone", "schedule", "state_dir", "log_file",
-            "ledger", "machine", "output_retention"}
+            "ledger", "machine", "output_retention", "notify", "heartbeat"}
 REPO_KEYS = {"path", "branch", "timeout"}
 
 # The databases the ledger is built and tested on (SQLAlchemy dialect names).
@@ -57,6 +59,8 @@ class Config(NamedTuple):
     ledger: str
     machine: str = ""
     output_retention: float = DEFAULT_OUTPUT_RETENTION
+    notify: tuple[str, ...] = ()       # Apprise URLs told after a run that exits 1 or 3
+    heartbeat: str | None = None       # a Healthchecks-style ping URL
 
     def timeout_for(self, repo: RepoConfig) -> float:
         return repo.timeout if repo.timeout is not None else self.timeout
@@ -159,7 +163,8 @@ def _plain_text(node: "yaml.Node | None", key: str) -> str | None:
 
 
 def _key_lines(node: "yaml.Node | None") -> dict[str, int]:
-    """1-based line of every top-level key and of each `repos` item's keys (`repos[0].path`)."""
+    """1-based line of every top-level key, of each item of a list (`notify[0]`) and of the
+    keys of an item that is a mapping (`repos[0].path`)."""
     import yaml
 
     lines: dict[str, int] = {}
@@ -168,12 +173,12 @@ def _key_lines(node: "yaml.Node | None") -> dict[str, int]:
     for key_node, value_node in node.value:
         key = str(key_node.value)
         lines[key] = key_node.start_mark.line + 1
-        if key == "repos" and isinstance(value_node, yaml.SequenceNode):
+        if isinstance(value_node, yaml.SequenceNode):
             for i, item in enumerate(value_node.value):
-                lines[f"repos[{i}]"] = item.start_mark.line + 1
+                lines[f"{key}[{i}]"] = item.start_mark.line + 1
                 if isinstance(item, yaml.MappingNode):
                     for k, _ in item.value:
-                        lines[f"repos[{i}].{k.value}"] = k.start_mark.line + 1
+                        lines[f"{key}[{i}].{k.value}"] = k.start_mark.line + 1
     return lines
 
 
@@ -271,6 +276,9 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
             raise fail("output_retention", data["output_retention"],
                        "bad duration (use 30d, 12h or a number of seconds)") from None
 
+    notify = _notify_urls(data.get("notify"), fail) if "notify" in data else ()
+    heartbeat = _heartbeat_url(data["heartbeat"], fail) if "heartbeat" in data else None
+
     repos: list[RepoConfig] = []
     raw_repos = data.get("repos", [])
     if raw_repos is None:
@@ -298,7 +306,42 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
     return Config(source=path, repos=tuple(repos), timeout=timeout, kill_grace=grace,
                   timezone=tz, timezone_name=tz_name, schedule=schedule, state_dir=state_dir,
                   log_file=log_file, ledger=ledger, machine=machine,
-                  output_retention=retention)
+                  output_retention=retention, notify=notify, heartbeat=heartbeat)
+
+
+def _notify_urls(raw: object, fail: Any) -> tuple[str, ...]:
+    """`notify:` — a list of Apprise URLs (one URL alone is taken as a list of one)."""
+    items = [raw] if isinstance(raw, str) else raw
+    if raw is None or not isinstance(items, list) or not items:
+        raise fail("notify", raw, "expected a list of Apprise URLs such as "
+                   "ntfy://ntfy.sh/my-topic")
+    urls = []
+    for i, item in enumerate(items):
+        key = "notify" if isinstance(raw, str) else f"notify[{i}]"
+        if not isinstance(item, str) or not re.match(_APPRISE_URL, item.strip()):
+            raise fail(key, item, "expected an Apprise URL such as ntfy://ntfy.sh/my-topic "
+                       "or mailto://user:password@example.com")
+        urls.append(item.strip())
+    return tuple(urls)
+
+
+def _heartbeat_url(raw: object, fail: Any) -> str:
+    """`heartbeat:` — an http(s) ping URL such as https://hc-ping.com/<uuid>."""
+    from urllib.parse import urlsplit
+
+    ok = isinstance(raw, str) and re.match(_APPRISE_URL, raw.strip()) is not None
+    if ok:
+        assert isinstance(raw, str)
+        try:
+            parts = urlsplit(raw.strip())
+            ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+        except ValueError:
+            ok = False
+    if not ok:
+        raise fail("heartbeat", raw, "expected an http(s) ping URL such as "
+                   "https://hc-ping.com/<uuid>")
+    assert isinstance(raw, str)
+    return raw.strip()
 
 
 def zone_named(name: str) -> tzinfo:

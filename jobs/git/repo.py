@@ -174,6 +174,26 @@ def head_sha(root: Path) -> str:
     return _run(root, "rev-parse", "HEAD").strip()
 
 
+def blob_ids(root: Path, folders: Sequence[str]) -> dict[str, str]:
+    """The git blob id of every file under `folders` in the checked-out commit, by its path from
+    the root: one `git ls-tree` for all of them (a claim names the task file's blob)."""
+    out = _git(root, ["ls-tree", "-r", "-z", "--full-tree", "HEAD", "--", *folders])
+    if out.returncode != 0:
+        return {}  # a branch without a commit yet holds no task file
+    blobs: dict[str, str] = {}
+    for entry in out.stdout.split(b"\0"):
+        meta, tab, path = entry.partition(b"\t")
+        parts = meta.split()
+        if tab and len(parts) == 3 and parts[1] == b"blob":
+            blobs[os.fsdecode(path)] = parts[2].decode("ascii")
+    return blobs
+
+
+def is_ancestor(root: Path, sha: str, of: str = "HEAD") -> bool:
+    """Whether commit `sha` is in the history of `of` (False when this clone lacks it)."""
+    return _git(root, ["merge-base", "--is-ancestor", sha, of]).returncode == 0
+
+
 def last_commit(root: Path, path: str) -> tuple[str, str] | None:
     """SHA and subject of the newest commit touching `path`, if any."""
     out = _run(root, "log", "-1", "--format=%H%x00%s", "--", path).strip()

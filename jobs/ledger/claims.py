@@ -1,11 +1,13 @@
 """One verification across several machines: a due task is claimed in the ledger before it runs.
 
 A due verification is named across clones by the repository's identity (the normalised URL of the
-branch's remote, credentials stripped; else the path), the task id and the `verify:` label date.
-The claim is a row whose primary key is that name, so two machines inserting it at once cannot
-both succeed, on SQLite as on PostgreSQL. A claim is live until it expires (the repository's
-timeout plus grace: its holder died) or is finished (the verdict reached the task: nobody runs it
-again) or released (the recipe never judged the task: anyone may try again).
+branch's remote, credentials stripped; else the path), the task id, the `verify:` label date and
+the task file's git blob id in the checked-out commit: a task set Done again after a failure is a
+new file, so new work. The claim is a row whose primary key is that name, so two machines
+inserting it at once cannot both succeed, on SQLite as on PostgreSQL. A claim is live until it
+expires (the repository's timeout plus grace: its holder died) or is finished (the verdict reached
+the task: nobody runs it again, unless the clone's history already holds that verdict's commit) or
+released (the recipe never judged the task: anyone may try again).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from jobs.core.logs import get_logger
 from jobs.core.text import first_line
 from jobs.ledger.model import Attempt, EditState, iso_utc, naive_utc
-from jobs.ledger.store import Ledger, claims
+from jobs.ledger.store import Ledger, attempts, claims
 
 log = get_logger("loop-jobs.claims")
 
@@ -42,10 +44,21 @@ _FINISH = claims.update().where(_MINE)
 _KEEP = claims.update().where(_MINE, claims.c.finished_at.is_(None)).values(
     expires_at=sa.bindparam("c_expires"))
 _RELEASE = claims.delete().where(_MINE)
+_TAKE_FINISHED = claims.update().where(
+    claims.c.key == sa.bindparam("c_key"), claims.c.run_id == sa.bindparam("c_run"),
+    claims.c.finished_at.is_not(None))
+_OF_RUN = sa.select(claims.c.key, claims.c.machine).where(
+    claims.c.identity == sa.bindparam("c_identity"), claims.c.task_id == sa.bindparam("c_task"),
+    claims.c.label_date == sa.bindparam("c_date"), claims.c.run_id == sa.bindparam("c_run"))
+_COMMIT_OF = sa.select(attempts.c.commit_sha).where(
+    attempts.c.run_id == sa.bindparam("c_run"), attempts.c.task_id == sa.bindparam("c_task"),
+    attempts.c.label_date == sa.bindparam("c_date"),
+    attempts.c.edit_state == EditState.COMMITTED).limit(1)
 
 
-def claim_key(identity: str, task_id: str, label_date: str) -> str:
-    return hashlib.sha256("\0".join((identity, task_id, label_date)).encode("utf-8")).hexdigest()
+def claim_key(identity: str, task_id: str, label_date: str, blob: str) -> str:
+    parts = (identity, task_id, label_date, blob)
+    return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -60,15 +73,31 @@ class Claim:
 
 @dataclass(frozen=True)
 class Held:
-    """Someone else's claim on a verification: why this machine leaves it alone."""
+    """A claim this run may not take: why this machine leaves the verification alone."""
 
     machine: str
     claimed_at: datetime
     finished: bool
+    run_id: str = ""
+    finished_at: datetime | None = None
+    verdict: str | None = None
+    commit_sha: str | None = None  # the finished verdict's commit, when the ledger knows it
 
     @property
     def reason(self) -> str:
-        return f"claimed by {self.machine} at {iso_utc(self.claimed_at)}"
+        return self.reason_for("")
+
+    def reason_for(self, me: str) -> str:
+        """Why `me` skips it: a live claim is someone's work in progress; a finished one is a
+        verdict, this machine's own ("verified already") or another's."""
+        if not self.finished:
+            return f"claimed by {self.machine} at {iso_utc(self.claimed_at)}"
+        what = ", ".join(x for x in (self.verdict,
+                                     f"commit {self.commit_sha[:10]}" if self.commit_sha else None)
+                         if x)
+        at = iso_utc(self.finished_at or self.claimed_at)
+        who = "already" if self.machine == me else f"by {self.machine}"
+        return f"verified {who} at {at}" + (f" ({what})" if what else "")
 
 
 def take(ledger: Ledger, claim: Claim, *, repo: str, ttl: float,
@@ -118,13 +147,58 @@ def take(ledger: Ledger, claim: Claim, *, repo: str, ttl: float,
                         reason="the previous holder's claim expired or its run died")
             return None
         if row is not None:
-            held = Held(row.machine, row.claimed_at.replace(tzinfo=UTC),
-                        row.finished_at is not None)
+            held = _held(ledger, row)
             log.info("claim.held_elsewhere", task=claim.task_id, label_date=claim.label_date,
                      holder=held.machine, run_id=claim.run_id, finished=held.finished)
             return held
         # Released between our insert and our look: try again.
     raise sa.exc.OperationalError("claim", {}, Exception("the claim kept changing hands"))
+
+
+def _held(ledger: Ledger, row: sa.Row[Any]) -> Held:
+    finished = row.finished_at is not None
+    commit = None
+    if finished:
+        # The finished verdict's commit: its attempt was written with the claim's settlement.
+        commit = ledger.execute("claim", lambda conn: conn.execute(_COMMIT_OF, {
+            "c_run": row.run_id, "c_task": row.task_id, "c_date": row.label_date}).scalar())
+    return Held(row.machine, row.claimed_at.replace(tzinfo=UTC), finished, row.run_id,
+                row.finished_at.replace(tzinfo=UTC) if finished else None, row.verdict, commit)
+
+
+def take_over_finished(ledger: Ledger, claim: Claim, held: Held, *, repo: str, ttl: float,
+                       now: datetime | None = None) -> bool:
+    """Take a finished claim whose verdict commit the clone's history already holds (the owner
+    reverted the verdict, say): the task due again there is a new request. True when it is
+    ours; False when another machine took it first.
+
+    Raises SQLAlchemyError when the ledger cannot be reached."""
+    moment = naive_utc(now or datetime.now(UTC))
+    values = {"machine": claim.machine, "run_id": claim.run_id, "repo": repo,
+              "claimed_at": moment, "expires_at": moment + timedelta(seconds=ttl),
+              "finished_at": None, "verdict": None}
+    done = ledger.execute("claim", lambda conn: conn.execute(
+        _TAKE_FINISHED.values(**values), {"c_key": claim.key, "c_run": held.run_id}))
+    if done.rowcount != 1:
+        return False
+    log.info("claim.taken_again", task=claim.task_id, label_date=claim.label_date,
+             machine=claim.machine, run_id=claim.run_id, previous_commit=held.commit_sha,
+             reason="the finished verdict's commit is in the checked-out history")
+    return True
+
+
+def claim_of_run(ledger: Ledger, identity: str, task_id: str, label_date: str,
+                 run_id: str) -> Claim | None:
+    """The claim run `run_id` took on this task, or None (the pending edit of a killed run is
+    recovered by a later one, which settles the dead run's claim).
+
+    Raises SQLAlchemyError when the ledger cannot be reached."""
+    row = ledger.execute("claim", lambda conn: conn.execute(_OF_RUN, {
+        "c_identity": identity, "c_task": task_id, "c_date": label_date,
+        "c_run": run_id}).first())
+    if row is None:
+        return None
+    return Claim(row.key, identity, task_id, label_date, run_id, row.machine)
 
 
 def keep(ledger: Ledger, claim: Claim, *, ttl: float, now: datetime | None = None) -> bool:

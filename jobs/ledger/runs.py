@@ -81,3 +81,21 @@ def read_runs(ledger: Ledger, *, since: datetime | None = None, until: datetime 
         log.error("ledger.read_failed", ledger=ledger.shown_url, error=first_line(exc))
         raise LedgerError(f"cannot read the ledger {ledger.shown_url}: {first_line(exc)}") \
             from None
+
+
+def last_finished_run(ledger: Ledger, machine: str) -> Run | None:
+    """The machine's latest run that ended, or None."""
+    query = (sa.select(runs).where(runs.c.machine == machine, runs.c.ended_at.is_not(None))
+             .order_by(runs.c.ended_at.desc()).limit(1))
+
+    def fetch() -> Run | None:
+        with ledger.engine.connect() as conn:
+            row = conn.execute(query).first()
+            return run_from_row(row) if row is not None else None
+
+    try:
+        return ledger.execute_read("runs", fetch)
+    except SQLAlchemyError as exc:
+        log.error("ledger.read_failed", ledger=ledger.shown_url, error=first_line(exc))
+        raise LedgerError(f"cannot read the ledger {ledger.shown_url}: {first_line(exc)}") \
+            from None

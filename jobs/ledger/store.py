@@ -112,7 +112,13 @@ _ID_BY_UID = sa.select(attempts.c.id).where(attempts.c.uid == sa.bindparam("row_
 class Ledger:
     def __init__(self, url: str, *, machine: str | None = None, spool_dir: Path | None = None,
                  retry_wait: float | None = None,
-                 sleep: Callable[[float], None] = time_module.sleep) -> None:
+                 sleep: Callable[[float], None] = time_module.sleep,
+                 give_up: bool = False) -> None:
+        """Open the ledger (its tables made or grown as needed); LedgerError when it cannot be.
+
+        `give_up`: a ledger that cannot be reached is given up on for this run instead (its
+        writes go to the spool, `unreachable` is set and `open_error` says why); for `run`,
+        which still reports every due task and records itself in the spool."""
         self.url = url
         self.shown_url = redact_url(url)
         self.machine = machine or default_machine()
@@ -122,16 +128,20 @@ class Ledger:
         # Once the ledger has been given up on in this run, later writes go straight to the spool
         # instead of waiting again for each one.
         self.unreachable = False
+        self.open_error: str | None = None
         self.spooled = 0
         try:
+            self.engine = _engine(url)
             if url.startswith("sqlite:///"):
                 Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-            self.engine = _engine(url)
             self._retrying("open", self._create_schema)
         except (SQLAlchemyError, OSError, ValueError) as exc:
-            log.error("ledger.open_failed", ledger=self.shown_url, error=first_line(exc))
-            raise LedgerError(f"cannot open the ledger {self.shown_url}: {first_line(exc)}") \
-                from None
+            log.error("ledger.open_failed", ledger=self.shown_url, error=first_line(exc),
+                      given_up=give_up and self.spool is not None)
+            said = f"cannot open the ledger {self.shown_url}: {first_line(exc)}"
+            if not (give_up and self.spool is not None and hasattr(self, "engine")):
+                raise LedgerError(said) from None
+            self.unreachable, self.open_error = True, said
 
     def _create_schema(self) -> None:
         try:
@@ -165,7 +175,11 @@ class Ledger:
                     pass  # made by another machine between the check and ours
 
     def _retrying(self, what: str, action: Callable[[], T]) -> T:
-        """`action`, retried over a lost connection until RETRY_WAIT has passed."""
+        """`action`, retried over a lost connection until RETRY_WAIT has passed; at once a lost
+        connection when the ledger was given up on in this run (it never waits twice)."""
+        if self.unreachable:
+            raise sa.exc.OperationalError(what, {}, Exception(
+                "the ledger is unreachable: given up on earlier in this run"))
         deadline = time_module.monotonic() + self.retry_wait
         delay = 0.2
         tries = 0
@@ -330,6 +344,21 @@ class Ledger:
         if machine is not None:
             query = query.where(attempts.c.machine == machine)
         return list(self._select(query))
+
+    def repos(self) -> list[str]:
+        """Every repository the ledger holds attempts of, by path."""
+        query = sa.select(attempts.c.repo).distinct().order_by(attempts.c.repo)
+
+        def fetch() -> list[str]:
+            with self.engine.connect() as conn:
+                return [str(r) for r in conn.execute(query).scalars()]
+
+        try:
+            return self._retrying("read", fetch)
+        except SQLAlchemyError as exc:
+            log.error("ledger.read_failed", ledger=self.shown_url, error=first_line(exc))
+            raise LedgerError(f"cannot read the ledger {self.shown_url}: "
+                              f"{first_line(exc)}") from None
 
     def _select(self, query: sa.Select[Any]) -> Iterator[Attempt]:
         def fetch() -> Sequence[sa.Row[Any]]:

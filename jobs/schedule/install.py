@@ -195,6 +195,10 @@ def _current_domain() -> str:
 
 def install_launchagent(config: Config, *, print_only: bool = False, out: Output = print,
                         target: Target | None = None) -> int:
+    if not print_only and not is_macos():
+        raise UsageError("install launchagent: this machine has no launchd, so a LaunchAgent "
+                         "would never run; use `loop-verify install systemd` (or keep "
+                         "`loop-verify serve` running), or --print to see the LaunchAgent")
     target = target or install_target(config)
     data = render_plist(launchagent_plist(config, target))
     _warn_tools(target)
@@ -211,12 +215,6 @@ def install_launchagent(config: Config, *, print_only: bool = False, out: Output
     bootout = ["launchctl", "bootout", f"{domain}/{LABEL}"]
     enable = ["launchctl", "enable", f"{domain}/{LABEL}"]
     bootstrap = ["launchctl", "bootstrap", domain, str(path)]
-    if not is_macos():
-        out("not macOS: launchd is not here; on a Mac this would run (user/<uid> instead of "
-            "gui/<uid> when nobody is logged in at the screen):")
-        for argv in (bootout, enable, bootstrap):
-            out(f"  {_show(argv)}")
-        return 0
     _run(bootout)  # not loaded yet is fine
     # A `launchctl disable` left by the user would make bootstrap fail.
     _run(enable)
@@ -287,13 +285,22 @@ def install_systemd(config: Config, *, print_only: bool = False, out: Output = p
 
 
 def uninstall_systemd(*, out: Output = print, env: Mapping[str, str] | None = None) -> int:
+    """Stop and disable the timer (and a run it started) before its files are removed: a unit
+    removed first leaves the timer's `timers.target.wants` link behind, and a running manager
+    with a timer it can no longer read."""
     directory = systemd_user_dir(env)
     paths = [directory / TIMER_NAME, directory / SERVICE_NAME]
     manager = user_manager_running(env)
-    disable = _systemctl("disable", "--now", TIMER_NAME)
-    if manager:
-        _run(disable)  # already disabled is fine
+    stop = _systemctl("stop", TIMER_NAME, SERVICE_NAME)
+    disable = _systemctl("disable", TIMER_NAME)
     present = [p for p in paths if p.exists()]
+    if manager:
+        _run(stop)  # not running is fine
+    if present and shutil.which("systemctl"):
+        # Without a manager too: systemctl removes the enable link from the unit files alone.
+        done = _run(disable)
+        if done.returncode == 0:
+            out(f"disabled {TIMER_NAME}")
     for path in present:
         path.unlink()
         out(f"removed {path}")
@@ -304,6 +311,6 @@ def uninstall_systemd(*, out: Output = print, env: Mapping[str, str] | None = No
         _run(reload)
     elif present:
         out("no systemd user manager is running for this session; if one runs the timer, run:")
-        out(f"  {_show(disable)}")
+        out(f"  {_show(stop)}")
         out(f"  {_show(reload)}")
     return 0

@@ -187,7 +187,8 @@ def systemd_units(config: Config, target: Target, *,
     """The user service and timer, file name → text, from the templates."""
     base = templates or templates_dir()
     exec_start = " ".join(systemd_quote(a) for a in
-                          (str(target.program), "run", "--config", str(target.config)))
+                          (str(target.program), "run", "--trigger", "systemd", "--config",
+                          str(target.config)))
     values = {
         "WORKING_DIRECTORY": one_line(str(target.working_dir),
                                       "the working directory").replace("%", "%%"),

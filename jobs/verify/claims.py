@@ -14,7 +14,16 @@ from jobs.core.logs import get_logger
 from jobs.core.text import first_line
 from jobs.core.urls import normalise_remote
 from jobs.git import repo as git
-from jobs.ledger.claims import Claim, Held, claim_key, keep, settle, take
+from jobs.ledger.claims import (
+    Claim,
+    Held,
+    claim_key,
+    claim_of_run,
+    keep,
+    settle,
+    take,
+    take_over_finished,
+)
 from jobs.ledger.model import Attempt
 from jobs.ledger.store import Ledger
 
@@ -22,6 +31,10 @@ log = get_logger("loop-jobs.claims")
 
 # Beyond timeout + kill_grace: starting `just`, writing the verdict and committing it.
 CLAIM_MARGIN = 60.0
+# Where task files live: the blob ids of all of them come from one `git ls-tree`.
+TASK_FOLDERS = ("backlog/tasks", "backlog/completed")
+# What a task that cannot be claimed because the ledger was given up on is reported as.
+LEDGER_GONE = "the ledger is unreachable"
 
 
 class RepoClaims:
@@ -33,36 +46,75 @@ class RepoClaims:
         self.branch = branch
         self.ttl = ttl
         self.identity: str | None = None
+        self.blobs: dict[str, str] | None = None
         self.taken: dict[str, float] = {}  # claim key -> when we took or last extended it
 
-    def key(self, task_id: str | None, label_date: str | None, run_id: str) -> Claim | None:
-        if task_id is None or label_date is None:
-            return None
+    def repo_identity(self) -> str:
         if self.identity is None:
             # One look per repository and run, and only when something is due.
             url = git.branch_remote_url(self.root, self.branch)
             self.identity = normalise_remote(url, self.root) if url else str(self.root)
-        return Claim(claim_key(self.identity, task_id, label_date), self.identity, task_id,
-                     label_date, run_id, self.ledger.machine)
+        return self.identity
 
-    def take(self, task_id: str, label_date: str | None, run_id: str) -> Claim | Held | str | None:
+    def blob(self, path: str) -> str:
+        """The task file's blob id in the checked-out commit (read once per repository and run,
+        before the first claim: the run's own verdict commits change only the files it judged)."""
+        if self.blobs is None:
+            self.blobs = git.blob_ids(self.root, TASK_FOLDERS)
+        return self.blobs.get(path, "")
+
+    def key(self, task_id: str | None, label_date: str | None, path: str | None,
+            run_id: str) -> Claim | None:
+        if task_id is None or label_date is None or path is None:
+            return None
+        identity = self.repo_identity()
+        return Claim(claim_key(identity, task_id, label_date, self.blob(path)), identity,
+                     task_id, label_date, run_id, self.ledger.machine)
+
+    def take(self, task_id: str, label_date: str | None, path: str,
+             run_id: str) -> Claim | Held | str | None:
         """Our claim; who holds it; why it cannot be claimed; or None when nothing to claim."""
-        claim = self.key(task_id, label_date, run_id)
+        claim = self.key(task_id, label_date, path, run_id)
         if claim is None:
             return None
         if self.ledger.unreachable:
-            return "not run: the ledger is unreachable, so it cannot be claimed"
+            return LEDGER_GONE
         try:
             held = take(self.ledger, claim, repo=str(self.root), ttl=self.ttl)
+            if held is not None and self.verdict_in_history(held):
+                # The verdict is already in this clone's history (reverted, say): the task due
+                # again is a new request.
+                if take_over_finished(self.ledger, claim, held, repo=str(self.root),
+                                      ttl=self.ttl):
+                    held = None
+                else:
+                    held = take(self.ledger, claim, repo=str(self.root), ttl=self.ttl)
         except SQLAlchemyError as exc:
             log.error("ledger.claim_failed", ledger=self.ledger.shown_url, task=task_id,
                       error=first_line(exc))
             self.ledger.unreachable = True
-            return f"not run: cannot claim it in the ledger: {first_line(exc)}"
+            return LEDGER_GONE
         if held is None:
             self.taken[claim.key] = time.monotonic()
             return claim
         return held
+
+    def verdict_in_history(self, held: Held) -> bool:
+        return (held.finished and held.commit_sha is not None
+                and git.is_ancestor(self.root, held.commit_sha))
+
+    def recovered(self, p: Attempt) -> Claim | None:
+        """The claim of the killed run whose pending edit `p` this run recovers (None when it
+        cannot be found: it then expires by itself)."""
+        if p.task_id is None or p.label_date is None or self.ledger.unreachable:
+            return None
+        try:
+            return claim_of_run(self.ledger, self.repo_identity(), p.task_id, p.label_date,
+                                p.run_id)
+        except SQLAlchemyError as exc:
+            log.error("ledger.claim_failed", ledger=self.ledger.shown_url, task=p.task_id,
+                      error=first_line(exc))
+            return None
 
     def keep(self, claim: Claim | None) -> None:
         """Before a verdict commit: extend the claim when its recipe ran long. The commit, hooks

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from jobs.backlog import scan as backlog
 from jobs.config.load import Config, RepoConfig
+from jobs.core.durations import format_duration
 from jobs.core.fs import atomic_write
 from jobs.core.logs import get_logger
 from jobs.git import repo as git
@@ -45,6 +46,7 @@ class RepoContext:
     committed: bool = False  # a verdict commit was made: git's auto maintenance is due
     scope: runner.Scope | None = None  # the run's claim on the recipes it starts
     before_commit: Callable[[], None] | None = None  # the run's part before a verdict commit
+    name: str = ""  # how output names the repository
 
     @property
     def root(self) -> Path:
@@ -193,7 +195,9 @@ def run_recipe(ctx: RepoContext, task: eligibility.Classified,
     out = output_path(ctx, task)
     tick = None
     if ctx.ticker is not None:
-        ticker, label = ctx.ticker, f"{task.task.id} just {task.recipe}"
+        ticker = ctx.ticker
+        label = (f"{ctx.name or ctx.root.name} {task.task.id} just {task.recipe} "
+                 f"(limit {format_duration(timeout)})")
 
         def tick(elapsed: float) -> None:
             ticker(label, elapsed)
@@ -229,7 +233,7 @@ def write_verdict(ctx: RepoContext, task: eligibility.Classified,
     result = ctx.attempt(outcome.verdict, task=task, started=started)
     result.exit_code, result.duration = outcome.exit_code, outcome.duration
     result.output_path = outcome.output_path
-    result.reason = outcome.not_run
+    result.reason = outcome.not_run or failure_reason(outcome)
     try:
         current = task.task.path.read_bytes()
     except OSError as exc:
@@ -264,6 +268,16 @@ def write_verdict(ctx: RepoContext, task: eligibility.Classified,
     record_commit(ctx, result, done, edit.after)
     result.ended_at = datetime.now(UTC)
     return TaskResult(result, go_on=done.hook_changed is None, repo_error=done.hook_changed)
+
+
+def failure_reason(outcome: verdicts.Outcome) -> str | None:
+    """What a failed recipe did, for its line, the ledger and the message: its exit code, or
+    the limit it ran into."""
+    if outcome.verdict == verdicts.TIMEOUT:
+        return f"timed out after {format_duration(outcome.timeout)}"
+    if outcome.verdict == verdicts.FAIL and outcome.exit_code is not None:
+        return f"exited {outcome.exit_code}"
+    return None
 
 
 def restore(edit: edit_plan.EditPlan) -> None:

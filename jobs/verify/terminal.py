@@ -37,6 +37,12 @@ def one_line(text: str) -> str:
     return re.sub(_LINE_BREAKING, lambda m: repr(m.group())[1:-1], shown(text))
 
 
+def natural_key(text: str) -> tuple[tuple[int, int | str], ...]:
+    """A sort key that puts TASK-5 before TASK-10: digit runs compare as numbers."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part.lower())
+                 for part in re.split(r"(\d+)", text) if part)
+
+
 def repo_names(paths: Iterable[str]) -> dict[str, str]:
     """Each repository path's name in output: its folder name, or the shortest path suffix that
     tells it apart from the others (`a/app` and `b/app` for ~/a/app and ~/b/app)."""

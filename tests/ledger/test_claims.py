@@ -93,7 +93,7 @@ def test_an_older_ledger_gains_the_new_columns_in_place(tmp_path: Path) -> None:
 
 
 def claim(machine: str, run_id: str, task: str = "TASK-1") -> claims.Claim:
-    key = claims.claim_key("github.com/o/app", task, "2026-11-30")
+    key = claims.claim_key("github.com/o/app", task, "2026-11-30", "0" * 40)
     return claims.Claim(key, "github.com/o/app", task, "2026-11-30", run_id, machine)
 
 
@@ -152,6 +152,38 @@ def test_a_claim_is_taken_once_and_held_until_finished_released_or_expired(
         # The same machine on the same clone (whose lock it holds) takes its dead run's claim.
         assert claims.take(beta, claim("beta", "b3", "TASK-2"), repo="/b/app", ttl=60,
                            now=DAY + timedelta(seconds=62)) is None
+    finally:
+        alpha.close()
+        beta.close()
+
+
+def test_a_finished_claim_says_its_verdict_and_commit_and_can_be_taken_again(
+        tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'ledger.db'}"
+    alpha, beta = Ledger(url, machine="alpha"), Ledger(url, machine="beta")
+    try:
+        mine = claim("alpha", "a1")
+        assert claims.take(alpha, mine, repo="/a/app", ttl=60, now=DAY) is None
+        done = attempt("fail", edit_state="committed")
+        done.run_id, done.task_id, done.label_date = "a1", "TASK-1", "2026-11-30"
+        done.commit_sha = "c0ffee" + "0" * 34
+        claims.save_settled(alpha, done, mine)
+        held = claims.take(beta, claim("beta", "b1"), repo="/b/app", ttl=60,
+                           now=DAY + timedelta(hours=1))
+        assert held is not None and held.finished and held.commit_sha == done.commit_sha
+        assert held.reason_for("beta").startswith("verified by alpha at ")
+        assert held.reason_for("beta").endswith("(fail, commit c0ffee0000)")
+        assert held.reason_for("alpha").startswith("verified already at ")
+        # The dead run's claim is found by its run, for the run that recovers its edit.
+        found = claims.claim_of_run(beta, "github.com/o/app", "TASK-1", "2026-11-30", "a1")
+        assert found is not None and found.key == mine.key
+        # Taken again (the verdict is in the clone's history): once, by one machine.
+        assert claims.take_over_finished(beta, claim("beta", "b2"), held, repo="/b/app", ttl=60)
+        assert not claims.take_over_finished(alpha, claim("alpha", "a2"), held, repo="/a/app",
+                                             ttl=60)
+        again = claims.take(alpha, claim("alpha", "a3"), repo="/a/app", ttl=60,
+                            now=DAY + timedelta(hours=1))
+        assert again is not None and not again.finished and again.machine == "beta"
     finally:
         alpha.close()
         beta.close()

@@ -27,6 +27,7 @@ from jobs.core.urls import normalise_remote
 from jobs.ledger import claims
 from jobs.ledger import store as ledger_module
 from jobs.ledger.model import Attempt
+from jobs.ledger.runs import read_runs
 from jobs.ledger.spool import SPOOL_DIR, Spool
 from jobs.ledger.store import Ledger, LedgerError
 
@@ -119,7 +120,9 @@ def test_two_machines_verify_each_due_task_exactly_once(tmp_path: Path, ledger_u
     assert len(skipped) == 20
     for a in skipped:
         assert a.claimed_by is not None and a.claimed_by != a.machine
-        assert a.reason is not None and a.reason.startswith(f"claimed by {a.claimed_by} at ")
+        # Live on the other machine, or already verified there (its verdict not pulled yet).
+        assert a.reason is not None and a.reason.startswith(
+            (f"claimed by {a.claimed_by} at ", f"verified by {a.claimed_by} at ")), a.reason
 
     # history shows the machine and filters by it.
     shown = alpha.run("history")
@@ -142,14 +145,15 @@ def test_a_dead_machines_claim_expires_and_another_runs_the_task(tmp_path: Path,
     ledger = Ledger(ledger_url, machine="ghost")
     try:
         identity = normalise_remote(str(alpha.bare), alpha.root)
-        key = claims.claim_key(identity, "TASK-1", "2026-11-01")
+        blob = alpha.git("rev-parse", "HEAD:backlog/tasks/task-1 - Task-1.md").strip()
+        key = claims.claim_key(identity, "TASK-1", "2026-11-01", blob)
         ghost = claims.Claim(key, identity, "TASK-1", "2026-11-01", "dead-run", "ghost")
         # A claim taken long ago by a machine that died: its timeout plus grace has passed.
         from datetime import UTC, datetime, timedelta
         assert claims.take(ledger, ghost, repo="/ghost/app", ttl=62,
                            now=datetime.now(UTC) - timedelta(hours=1)) is None
         # One that is still live holds the task off.
-        live = claims.Claim(claims.claim_key(identity, "TASK-1", "2099-01-01"), identity,
+        live = claims.Claim(claims.claim_key(identity, "TASK-1", "2099-01-01", blob), identity,
                             "TASK-1", "2099-01-01", "live-run", "ghost")
         assert claims.take(ledger, live, repo="/ghost/app", ttl=3600) is None
     finally:
@@ -293,3 +297,96 @@ def test_an_unreachable_ledger_is_given_up_within_10_seconds(
     # Nothing ran without a ledger to claim the task in.
     assert verdict_commits(repo) == []
     assert git(repo.root, "status", "--porcelain") == ""
+
+
+def set_done_again(repo: VerifyRepo, task: Path, recipe: str) -> None:
+    """What an owner does after a failure: fix the cause, set the task Done again, push."""
+    text = task.read_text().replace("status: To Do", "status: Done")
+    task.write_text(re.sub(r"verify-cmd: just verify-\w+", f"verify-cmd: just {recipe}", text,
+                           count=1))
+    repo.commit_all("fixed; done again")
+
+
+def test_fail_fix_verify_across_two_clones_sharing_a_ledger(tmp_path: Path,
+                                                            ledger_url: str) -> None:
+    alpha = make_verify_repo(tmp_path / "alpha",
+                             extra_config={"machine": "alpha", "ledger": ledger_url})
+    alpha.add_task(1, notes="verify-cmd: just verify-bad")
+    alpha.commit_all("task 1")
+    beta = second_clone(alpha, tmp_path / "beta", "beta")
+
+    assert alpha.run("run", *TODAY).returncode == 1
+    failed = alpha.head()
+    # Beta has not pulled alpha's verdict: the same verification was done, it is not run again.
+    held = beta.run("run", *TODAY)
+    assert held.returncode == 0, held.stdout + held.stderr
+    assert re.fullmatch(r"skipped  app TASK-1  just verify-bad: verified by alpha at \S+Z "
+                        rf"\(fail, commit {failed[:10]}\)", held.stdout.splitlines()[0]), \
+        held.stdout
+
+    # The owner pulls the verdict on beta, fixes the task there and sets it Done again.
+    alpha.git("push", "-q", "origin", "HEAD:main")
+    beta.git("pull", "-q", "--ff-only")
+    [task] = (beta.root / "backlog" / "tasks").glob("task-1 *.md")
+    set_done_again(beta, task, "verify-ok")
+    fixed = beta.run("run", *TODAY)
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert fixed.stdout.startswith("pass     app TASK-1  just verify-ok"), fixed.stdout
+    passed = beta.head()
+
+    # Alpha pulls the fix but not beta's verdict commit: the fixed task is beta's, verified.
+    alpha.git("pull", "-q", "--ff-only", "origin", "main")
+    again = alpha.run("run", *TODAY)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert re.fullmatch(r"skipped  app TASK-1  just verify-ok: verified by beta at \S+Z "
+                        rf"\(pass, commit {passed[:10]}\)", again.stdout.splitlines()[0])
+    assert verdict_commits(alpha) == ["TASK-1"] and verdict_commits(beta) == ["TASK-1", "TASK-1"]
+    verdicts = [(a.machine, a.verdict) for a in rows(ledger_url)]
+    assert verdicts == [("alpha", "fail"), ("beta", "skipped"), ("beta", "pass"),
+                        ("alpha", "skipped")]
+
+
+@pytest.mark.slow
+def test_a_ledger_lost_mid_run_is_given_up_for_reads_and_writes(
+        tmp_path: Path, server: PgServer, ledger_url: str) -> None:
+    repo, started, go = one_waiting_task(tmp_path, ledger_url)
+    other = make_verify_repo(tmp_path / "o", tasks=[2, 10])
+    configure(repo, repos=[{"path": str(repo.root)}, {"path": str(other.root)}])
+    try:
+        code, out, err = run_with_outage(repo, started, go, tmp_path, server.stop)
+        spool = list(Spool(repo.state_dir / SPOOL_DIR).entries())
+    finally:
+        server.start()
+    assert code == 3, err
+    lines = out.splitlines()
+    assert lines[0].startswith("pass     m/app TASK-1  just verify-wait")
+    # The next repository's reads did not wait for the ledger again: its tasks are reported.
+    assert lines[1:3] == ["skipped  o/app TASK-2  just verify-ok: the ledger is unreachable",
+                          "skipped  o/app TASK-10  just verify-ok: the ledger is unreachable"]
+    assert re.fullmatch(r"1 passed, 2 skipped in \S+", lines[3]), lines
+    assert "the ledger is unreachable" in err and "Traceback" not in err
+    events = log_lines(repo)
+    names = [e["event"] for e in events]
+    given_up = names.index("ledger.write_failed")
+    assert "ledger.retrying" not in names[given_up:]
+    assert [e["task"] for e in events if e["event"] == "repo.skipped"] == ["TASK-2", "TASK-10"]
+    [finished] = [e for e in events if e["event"] == "run.finished"]
+    assert finished["exit_code"] == 3 and finished["counts"] == {"pass": 1, "skipped": 2}
+    spooled = [(kind, p.get("task_id"), p.get("verdict"), p.get("reason"))
+               for _, kind, p in spool if kind == "attempt" and p["verdict"] == "skipped"]
+    assert [s[1] for s in spooled] == ["TASK-2", "TASK-10"]
+    assert {s[3] for s in spooled} == {"the ledger is unreachable"}
+    assert any(kind == "run" and p["exit_code"] == 3 for _, kind, p in spool)
+    assert verdict_commits(other) == []
+
+    # The next run writes it all, the run's own row with its end, then verifies what waited.
+    again = repo.run("run", *TODAY)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert verdict_commits(other) == ["TASK-10", "TASK-2"]
+    ledger = Ledger(ledger_url)
+    try:
+        first, second = read_runs(ledger)
+    finally:
+        ledger.close()
+    assert (first.exit_code, first.counts) == (3, {"pass": 1, "skipped": 2})
+    assert first.ended_at is not None and second.exit_code == 0

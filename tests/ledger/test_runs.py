@@ -50,7 +50,7 @@ def test_a_run_spooled_while_the_ledger_was_unreachable_is_written_later(tmp_pat
     run = Run("r1", "alpha", "launchd", DAY, ended_at=DAY + timedelta(seconds=3), exit_code=3,
               counts={"skipped": 2})
     assert not save_run(ledger, run)
-    assert read_runs(ledger) == []
+    assert read_runs(ledger_at(tmp_path)) == []
 
     later = ledger_at(tmp_path)
     assert flush_spool(later) == 1

@@ -157,20 +157,20 @@ def test_runs_opening_a_new_ledger_at_the_same_instant(tmp_path: Path) -> None:
 # pending edit.
 STAGED = """
 import os, runpy, signal, sys, time
-import jobs.git.repo, jobs.verify.run
+import jobs.git.repo, jobs.verify.repo_run
 if os.environ.get("DIE_BEFORE_COMMIT"):
     def commit_paths(*a, **k):
         os.kill(os.getpid(), signal.SIGKILL)
     jobs.git.repo.commit_paths = commit_paths
 go = os.environ.get("LOCK_WHEN")
 if go:
-    real_lock = jobs.verify.run.exclusive_lock
+    real_lock = jobs.verify.repo_run.exclusive_lock
     def exclusive_lock(*a, **k):
         open(go + ".waiting", "w").close()
         while not os.path.exists(go):
             time.sleep(0.01)
         return real_lock(*a, **k)
-    jobs.verify.run.exclusive_lock = exclusive_lock
+    jobs.verify.repo_run.exclusive_lock = exclusive_lock
 sys.argv = ["loop-verify", *sys.argv[1:]]
 runpy.run_module("jobs.main", run_name="__main__", alter_sys=True)
 """

@@ -46,6 +46,7 @@ from verify_helpers import (
 )
 
 from jobs.backlog.scan import parse_task
+from jobs.verify.terminal import natural_key
 
 TODAY = ("--today", "2026-11-30")
 
@@ -151,7 +152,7 @@ def test_kill_9_then_rerun(tmp_path: Path, sc: Scenario) -> None:
         (bindir / "just").chmod(0o755)
         env["PATH"] = f"{bindir}{os.pathsep}{os.environ['PATH']}"
     # Tasks are verified in path order (completed/ before tasks/).
-    order = sorted(tasks, key=lambda t: str(tasks[t]))
+    order = sorted(tasks, key=natural_key)  # the run's order: TASK-2 before TASK-10
     done_before = order[:order.index(sc.paused_task)] if sc.paused_task else []
     if sc.pause in ("pre-commit", "post-commit"):
         hooks.append(install_hook(repo, sc.pause,
@@ -203,7 +204,8 @@ def test_kill_9_then_rerun(tmp_path: Path, sc: Scenario) -> None:
         # stale lock from a live git process, so the run skips the repository and says why;
         # the task keeps its written verdict, pending, and nothing else is touched.
         assert rerun.returncode == 3, rerun.stdout + rerun.stderr
-        [line] = rerun.stdout.splitlines()
+        line, closing = rerun.stdout.splitlines()
+        assert closing.startswith("1 skipped in "), closing
         assert re.match(f"skipped  app: cannot commit the pending edit of {sc.paused_task}: "
                         "git (add|commit) failed", line), line
         assert "index.lock': File exists" in line
@@ -303,7 +305,7 @@ def test_kill_9_at_an_exact_step_then_rerun(tmp_path: Path, point: str, bad: str
     sc = Scenario(point, bad=bad, bad_folder=bad_folder)
     repo, tasks, _markers, counter = build(tmp_path, sc)
     remote_before = repo.remote_refs()
-    order = sorted(tasks, key=lambda t: str(tasks[t]))
+    order = sorted(tasks, key=natural_key)  # the run's order: TASK-2 before TASK-10
     victim = "TASK-2"
     nth = order.index(victim) + 1
     proc = subprocess.run(

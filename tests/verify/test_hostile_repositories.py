@@ -11,6 +11,7 @@ pass, so a rule that refused everything would fail this test.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -364,8 +365,9 @@ def test_hostile_corpus_runs_nothing(tmp_path: Path) -> None:
     assert all("\n" not in (row["reason"] or "") for row in listing["tasks"])
     again = repo.run("run", *TODAY)  # as text now; it reports the refusals again, runs nothing
     assert again.returncode == 0, again.stderr
-    assert len(again.stdout.splitlines()) == sum(r["verdict"] == REFUSED
-                                                 for r in data["results"]), again.stdout
+    *lines, closing = again.stdout.splitlines()
+    assert len(lines) == sum(r["verdict"] == REFUSED for r in data["results"]), again.stdout
+    assert re.fullmatch(r"\d+ refused in \d+\.\ds", closing), closing
     assert not any(r["verdict"] not in (REFUSED, "pass") for r in data["results"])
     assert {rel for rel, r in results.items() if r["verdict"] == "pass"} == {
         str(p.relative_to(repo.root)) for p in controls.values()}

@@ -88,11 +88,11 @@ def test_repositories_with_the_same_folder_name_are_told_apart(tmp_path: Path) -
     config["repos"] = [{"path": str(first.root)}, {"path": str(second.root)}]
     first.config_path.write_text(yaml.safe_dump(config))
     names = ("app-a/app", "app-b/app")
-    dry = first.run("run", *TODAY, "--dry-run").stdout.splitlines()
+    dry = first.run("run", *TODAY, "--dry-run").stdout.splitlines()[:-1]
     assert [line.split()[2] for line in dry] == list(names), dry
     listed = first.run("list", *TODAY).stdout.splitlines()
     assert [line.split()[1] for line in listed] == list(names), listed
-    ran = first.run("run", *TODAY).stdout.splitlines()
+    ran = first.run("run", *TODAY).stdout.splitlines()[:-1]
     assert [line.split()[1] for line in ran] == list(names), ran
     history = first.run("history").stdout.splitlines()
     # timestamp, machine, verdict, repository

@@ -346,8 +346,15 @@ def test_history_filters(tmp_path: Path) -> None:
     assert re.search(r"Z\s+\S+\s+pass\s+app TASK-1", text.stdout) and "fail" in text.stdout
     rc, data = repo.run_json("history", "--repo", str(repo.root))
     assert rc == 0 and len(data["attempts"]) == 2
-    rc, data = repo.run_json("history", "--repo", str(tmp_path / "elsewhere"))
-    assert data["attempts"] == []
+    # A path or a name the ledger holds no attempt of is said so (exit 2), never an empty list.
+    elsewhere = repo.run("history", "--repo", str(tmp_path / "elsewhere"))
+    assert elsewhere.returncode == 2
+    assert "no attempt recorded for the repository at" in elsewhere.stderr
+    assert "(it knows " + str(repo.root) in elsewhere.stderr
+    rc, data = repo.run_json("history", "--repo", "app")
+    assert rc == 0 and len(data["attempts"]) == 2
+    nameless = repo.run("history", "--repo", "nosuchapp")
+    assert nameless.returncode == 2 and "no repository of that name" in nameless.stderr
     rc, data = repo.run_json("history", "--since", "2999-01-01")
     assert data["attempts"] == []
     bad = repo.run("history", "--since", "yesterday")

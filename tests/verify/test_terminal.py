@@ -42,10 +42,12 @@ def test_live_elapsed_line_on_a_terminal(tmp_path: Path) -> None:
     os.close(leader)
     assert proc.returncode == 0
     text = seen.decode(errors="replace")
-    assert "running TASK-1 just verify-wait  1s" in text, text
-    assert "running TASK-1 just verify-wait  2s" in text, text
+    # The live line names the repository, the task and its limit.
+    assert "running app TASK-1 just verify-wait (limit 10s)  1s" in text, text
+    assert "running app TASK-1 just verify-wait (limit 10s)  2s" in text, text
     # The result line goes to stdout, which is not a terminal here: no control codes in it.
     assert out.decode().startswith("pass     app TASK-1  just verify-wait")
+    assert out.decode().splitlines()[-1].startswith("1 passed in ")
     assert "\r" not in out.decode()
 
 

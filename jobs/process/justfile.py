@@ -1,0 +1,120 @@
+"""A repository's justfile: where it is (the root's own, never a parent's) and which recipes it
+has, from one `just --dump`. Apart from the recipe runner so that `list` asks it without loading
+the process-tree machinery."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from jobs.process.exe import executable
+
+JUSTFILE_NAMES = ("justfile", "Justfile", ".justfile")
+
+
+class RecipeError(Exception):
+    """`just` cannot be run or its answer cannot be read: an infrastructure fault."""
+
+
+# How a command-line parser (clap, for `just`) rejects the arguments themselves.
+_USAGE_ERROR = re.compile(r"unexpected argument|wasn't expected|invalid value '[^']*' for '--|"
+                          r"unrecognized (option|argument)|^usage:", re.IGNORECASE | re.MULTILINE)
+
+
+class JustfileInvalid(Exception):
+    """`just` ran but rejected the justfile: the verification fails, the infrastructure is fine."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+
+def find_justfile(root: Path) -> Path | None:
+    """The repository root's own justfile; a parent folder's never counts."""
+    root = Path(root)
+    for name in JUSTFILE_NAMES:
+        candidate = root / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def recipe_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a recipe sees: no `JUST_*` overrides, and git never prompts."""
+    base = os.environ if env is None else env
+    clean = {k: v for k, v in base.items() if not k.startswith("JUST_")}
+    clean["GIT_TERMINAL_PROMPT"] = "0"
+    return clean
+
+
+def list_recipes(
+    justfile: Path, root: Path, *, just: str = "just", timeout: float = 30
+) -> frozenset[str]:
+    """Every recipe and alias name `just` would accept, from one `--dump` call.
+
+    Recipes of modules appear by their path (`sub::verify-x`); private recipes are included
+    because `just` runs them when named.
+    """
+    argv = [just, "--justfile", str(justfile), "--working-directory", str(root),
+            "--dump", "--dump-format", "json"]
+    try:
+        env = recipe_env()
+        proc = subprocess.Popen(
+            argv, executable=executable(just, env), cwd=root, env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        )
+    except OSError as exc:
+        raise RecipeError(_start_failure(just, exc)) from exc
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        # Kill the group, not just `just`: anything holding our pipes would block the drain.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.communicate(timeout=5)
+        proc.wait()
+        raise RecipeError(f"`{just} --dump` did not answer within {timeout:g}s") from exc
+    if proc.returncode < 0:
+        raise RecipeError(f"`{just} --dump` was killed by signal {-proc.returncode}")
+    if proc.returncode != 0:
+        message = stderr.decode("utf-8", errors="replace").strip()
+        if _USAGE_ERROR.search(message):
+            # `just` did not understand our own command line (an old `just`, or another program
+            # of that name): the infrastructure's fault, which must never reopen a task.
+            raise RecipeError(f"`{just}` rejected `--dump --dump-format json`: "
+                              f"{message.splitlines()[0]}")
+        raise JustfileInvalid(message or f"`just --dump` exited {proc.returncode}")
+    try:
+        dump = json.loads(stdout)
+    except ValueError as exc:
+        raise RecipeError(f"`{just} --dump` printed something that is not JSON") from exc
+    if not isinstance(dump, dict):
+        raise RecipeError(f"`{just} --dump` printed an unexpected document")
+    return frozenset(_names(dump, ""))
+
+
+def _names(module: dict[str, Any], prefix: str) -> Iterable[str]:
+    for key in ("recipes", "aliases"):
+        table = module.get(key)
+        if isinstance(table, dict):
+            yield from (prefix + name for name in table)
+    modules = module.get("modules")
+    if isinstance(modules, dict):
+        for name, sub in modules.items():
+            if isinstance(sub, dict):
+                yield from _names(sub, f"{prefix}{name}::")
+
+
+def _start_failure(just: str, exc: OSError) -> str:
+    where = exc.filename if exc.filename is not None else just
+    return f"cannot start {just}: {exc.strerror or exc} ({where})"
