@@ -94,18 +94,24 @@ def test_install_where_a_folder_cannot_be_made_is_one_line_exit_1(tmp_path: Path
     blocker = tmp_path / "a file"
     blocker.write_text("in the way\n")
     config = write_config(tmp_path, tmp_path / "state")
-    # HOME is a file: ~/Library/LaunchAgents cannot be made.
     done = loop_verify(blocker, "install", "launchagent", "--config", str(config))
-    assert_one_line_failure(done, "install launchagent", str(blocker))
+    if sys.platform == "darwin":
+        # HOME is a file: ~/Library/LaunchAgents cannot be made.
+        assert_one_line_failure(done, "install launchagent", str(blocker))
+    else:
+        # No launchd here: refused before any folder is made (SPEC: unless --print).
+        assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+        assert "launchd" in done.stderr and "Traceback" not in done.stderr
     # XDG_CONFIG_HOME is a file: systemd/user cannot be made.
     done = loop_verify(tmp_path, "install", "systemd", "--config", str(config), xdg=blocker)
     assert_one_line_failure(done, "install systemd", str(blocker))
     # The log directory (for StandardOutPath) cannot be made: nothing is written.
     config.write_text(json.dumps({"state_dir": str(tmp_path / "state"),
                                   "log_file": str(blocker / "loop-jobs.jsonl")}))
-    done = loop_verify(tmp_path, "install", "launchagent", "--config", str(config))
-    assert_one_line_failure(done, "install launchagent", str(blocker))
-    assert not (tmp_path / "Library" / "LaunchAgents" / "dev.loop-jobs.verify.plist").exists()
+    if sys.platform == "darwin":
+        done = loop_verify(tmp_path, "install", "launchagent", "--config", str(config))
+        assert_one_line_failure(done, "install launchagent", str(blocker))
+        assert not (tmp_path / "Library" / "LaunchAgents" / "dev.loop-jobs.verify.plist").exists()
 
 
 def test_uninstall_that_cannot_remove_is_one_line_exit_1(tmp_path: Path) -> None:
