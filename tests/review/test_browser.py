@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from review_helpers import HOSTILE_TITLE, ReviewWorld, world_fixture
+from review_helpers import HOSTILE_TITLE, ReviewWorld
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
@@ -26,7 +26,6 @@ if not Path(CHROMIUM).exists():
     pytest.skip("Debian's chromium is not installed (.ci/run installs it)",
                 allow_module_level=True)
 
-world = pytest.fixture(scope="module")(world_fixture)
 
 
 @pytest.mark.slow
