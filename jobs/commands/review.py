@@ -18,6 +18,7 @@ from jobs.core.logs import configure_logging
 from jobs.core.statedir import RUNS_DIR
 from jobs.ledger.audits import AUDIT_VERDICTS, AuditFinding, AuditRun
 from jobs.ledger.store import VERDICTS
+from jobs.review.audits import AUDITS_DETAILED, detail_order
 from jobs.review.html import render_html
 from jobs.review.identity import Identities, choice_matches, local_identity, parse_repo_option
 from jobs.review.links import LocalSites, Site, site_for_github_remote, site_for_url
@@ -92,20 +93,23 @@ def main(args: ReviewOptions, now: datetime | None = None) -> int:
     branches = {str(r.path): r.branch for r in config.repos}
     reader = LedgerReader(config.ledger)
     try:
-        clones, claimed = reader.clones()
+        clones, claimed = reader.clones(since, until)
         identity = Identities(claimed, machine, lambda repo: _local_identity(repo, branches))
         chosen = None
         if choice is not None:
             chosen = frozenset(repo for m, repo in clones
                                if choice_matches(choice, identity(m, repo), [repo]))
+        here = frozenset(repo for _m, repo in clones if os.path.isdir(repo))
         filters = Filters(since=since, until=until, repos=chosen, task=args.task,
-                          verdict=args.verdict, machine=args.machine)
+                          verdict=args.verdict, machine=args.machine, here=here)
         data = reader.read(filters)
+        if choice is not None:
+            data.audits = [run for run in data.audits if any(
+                choice_matches(choice, identity(run.machine, repo), [repo])
+                for repo in run.repos)]
+        reader.add_findings(sorted(data.audits, key=detail_order)[:AUDITS_DETAILED])
     finally:
         reader.close()
-    if choice is not None:
-        data.audits = [run for run in data.audits if any(
-            choice_matches(choice, identity(run.machine, repo), [repo]) for repo in run.repos)]
     shown = [(name, value) for name, value in (
         ("repository", choice.shown if choice else None), ("task", args.task),
         ("verdict", args.verdict), ("machine", args.machine)) if value]

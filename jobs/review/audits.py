@@ -9,6 +9,13 @@ from jobs.ledger.audits import AuditFinding, AuditRun
 from jobs.review.links import Site
 
 FINDINGS_PER_RUN = 200    # findings shown per audit run (failing ones first)
+AUDITS_DETAILED = 50      # audit runs shown with their findings; the rest one line each
+
+
+def detail_order(run: AuditRun) -> tuple[bool, float]:
+    """Failing runs first, then the newest: the order they are shown in, and the first
+    AUDITS_DETAILED with their findings."""
+    return (run.verdict == "pass", -run.recorded_at.timestamp())
 
 
 @dataclass

@@ -62,16 +62,17 @@ def choice_matches(choice: RepoChoice, identity: str, clones: Iterable[str]) -> 
 
 
 def read_claimed(conn: sa.Connection) -> dict[Clone, str]:
-    """Each clone's identity as its claims recorded it (the newest claim's, should it change)."""
+    """Each clone's identity as its claims recorded it. A clone whose remote changed has claimed
+    under two: the greater one stands (a choice that does not change from one report to the
+    next)."""
     c = claims.c
-    query = (sa.select(c.machine, c.repo, c.identity, sa.func.max(c.claimed_at))
-             .where(c.repo.is_not(None)).group_by(c.machine, c.repo, c.identity))
-    newest: dict[Clone, tuple[object, str]] = {}
-    for machine, repo, identity, at in conn.execute(query).fetchall():
+    query = sa.select(c.repo, c.machine, c.identity).where(c.repo.is_not(None)).distinct()
+    found: dict[Clone, str] = {}
+    for repo, machine, identity in conn.execute(query).fetchall():
         key = (machine, repo)
-        if key not in newest or str(at) > str(newest[key][0]):
-            newest[key] = (at, identity)
-    return {key: identity for key, (_at, identity) in newest.items()}
+        if key not in found or identity > found[key]:
+            found[key] = identity
+    return found
 
 
 def local_identity(repo: str, branch: str) -> str | None:

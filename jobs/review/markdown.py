@@ -13,9 +13,16 @@ from collections import Counter
 from datetime import datetime, tzinfo
 
 from jobs.ledger.audits import AuditFinding
-from jobs.review.audits import AuditView, finding_change
+from jobs.review.audits import AUDITS_DETAILED, AuditView, finding_change
 from jobs.review.links import Site
-from jobs.review.model import NOT_CHECKED, SEVERITY, Failure, Group, Review, Unchecked
+from jobs.review.model import (
+    NOT_CHECKED,
+    SEVERITY,
+    Failure,
+    Group,
+    Review,
+    Unchecked,
+)
 from jobs.review.mornings import NoRun, RunEntry
 from jobs.review.visible import visible
 
@@ -89,8 +96,12 @@ def render_markdown(review: Review, generated_at: datetime) -> str:
     out += ["", f"## Audit runs ({len(review.audits)})", ""]
     if not review.audits:
         out.append("No audit run recorded in this window.")
-    for view in review.audits:
+    for view in review.audits[:AUDITS_DETAILED]:
         out += _audit(view, tz)
+    for view in review.audits[AUDITS_DETAILED:]:
+        out.append(f"- audit {md(view.run.verdict)} — {_when(view.run.recorded_at, tz)} "
+                   f"({view.run.findings_total} findings, {view.run.findings_failing} failing), "
+                   f"run directory {md(view.run.run_dir or '–')}")
     if review.unshown:
         out += ["", "## Not shown", ""] + [f"- {md(line)}" for line in review.unshown]
     return "\n".join(out) + "\n"
@@ -140,7 +151,7 @@ def _runs(review: Review) -> list[str]:
            "Newest first; days counted in the configured time zone across the machines shown.", ""]
     if not view.entries:
         return [*out, "No run and no day in this window.", ""]
-    out += ["| start | machine | trigger | duration | exit code | verdicts |",
+    out += ["| start | exit code | machine | trigger | duration | verdicts |",
             "|---|---|---|---|---|---|"]
     for e in view.entries:
         if isinstance(e, NoRun):
@@ -149,12 +160,13 @@ def _runs(review: Review) -> list[str]:
         took = e.duration
         counts = (_counts(e.run.counts, tuple(sorted(e.run.counts))) if e.run.counts
                   else "nothing due")
-        out.append(f"| {_when(e.run.started_at, review.zone)} | {md(e.run.machine or '–')} | "
-                   f"{md(e.run.trigger or '– (from its attempts)')} | "
-                   f"{'–' if took is None else f'{took:.1f}s'} | {_exit(e)} | "
+        out.append(f"| {_when(e.run.started_at, review.zone)} | {_exit(e)} | "
+                   f"{md(e.run.machine or '–')} | {md(e.run.trigger or '– (from its attempts)')} | "
+                   f"{'–' if took is None else f'{took:.1f}s'} | "
                    f"{counts} |")
     if view.omitted:
-        out.append(f"\n{view.omitted} earlier entries are not listed: narrow the window.")
+        out.append(f"\n{view.omitted} earlier run(s) are not listed (every day without a run "
+                   "is): narrow the window.")
     return [*out, ""]
 
 

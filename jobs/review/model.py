@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
 from jobs.ledger.audits import AuditFinding, AuditRun
-from jobs.review.audits import AuditView, audit_view
+from jobs.review.audits import AuditView, audit_view, detail_order
 from jobs.review.identity import group_names
 from jobs.review.links import Site
 from jobs.review.mornings import RunsView, build_runs
 from jobs.review.query import AttemptRow, LedgerData, Mark, PassRow
-from jobs.review.streaks import Standing, events_from, standings
+from jobs.review.streaks import Standing, standings
 
 # Colours of the timeline, worst first: a day's cell shows its worst verdict. Every verdict has
 # its own; "other" is only for a word this version does not know.
@@ -32,7 +32,7 @@ TIMELINE_OPEN = 200       # of which shown before the rest is collapsed
 DETAILED_FAILURES = 100   # failing attempts shown with their output
 LISTED_FAILURES = 2000    # further failing attempts listed one line each
 UNCHECKED_LISTED = 2000   # reasons listed (each with how often and when)
-PASSES_PER_TASK = 10      # passes listed per task (the count says how many there were)
+PASSES_PER_TASK = 5       # passes listed per task (the count says how many there were)
 
 _SEVERE = frozenset(SEVERITY)
 
@@ -153,13 +153,18 @@ class _Groups:
     def __init__(self, edges: Edges) -> None:
         self.edges = edges
         self.by_identity: dict[str, Group] = {}
+        self.by_clone: dict[tuple[str | None, str], Group] = {}
 
     def of(self, machine: str | None, repo: str) -> Group:
+        group = self.by_clone.get((machine, repo))
+        if group is not None:
+            return group
         identity = self.edges.identity(machine, repo)
         group = self.by_identity.get(identity)
         if group is None:
             group = self.by_identity[identity] = Group("", identity)
         group.clones.add((machine, repo))
+        self.by_clone[(machine, repo)] = group
         return group
 
     def finish(self) -> list[Group]:
@@ -179,13 +184,13 @@ def build_review(data: LedgerData, *, since: datetime, until: datetime, now: dat
     timeline = build_timeline(data.marks, since, until, zone, groups)
     runs = build_runs(data.runs, data.pieced, since=since, until=until, now=now, zone=zone,
                       columns=timeline.columns, step=timeline.step_days)
-    standing = standings(events_from(data.history, edges.identity), zone)
+    standing = standings(data.history, edges.identity, zone)
     failures = [_failure(r, groups.of(r.machine, r.repo), standing) for r in
                 data.failing[:DETAILED_FAILURES + LISTED_FAILURES]]
     unchecked = _unchecked(data.unchecked, groups)
     passes = _passes(data.passes, timeline, groups)
     views = [audit_view(run, edges.audit_site_of) for run in
-             sorted(data.audits, key=lambda a: (a.verdict == "pass", -a.recorded_at.timestamp()))]
+             sorted(data.audits, key=detail_order)]
     for view in views:
         view.keys = sorted({groups.of(view.run.machine, repo).identity
                             for repo in view.run.repos})
@@ -301,9 +306,9 @@ def _unshown(data: LedgerData, timeline: Timeline, failures: list[Failure],
 
 
 def timeline_columns(since: datetime, until: datetime,
-                     zone: tzinfo) -> tuple[list[date], int, tuple[datetime, ...]]:
-    """The first day of each column, the days per column, and where each column starts in the
-    ledger's naive UTC."""
+                     zone: tzinfo) -> tuple[list[date], int, tuple[str, ...]]:
+    """The first day of each column, the days per column, and where each column starts as the
+    ledger's text of naive UTC times (see query.Mark)."""
     first = since.astimezone(zone).date()
     last = (until - timedelta(microseconds=1)).astimezone(zone).date()
     span = (last - first).days + 1
@@ -311,7 +316,7 @@ def timeline_columns(since: datetime, until: datetime,
     step = 1 if span <= 62 else max(7, -(-span // 100))
     columns = [first + timedelta(days=i) for i in range(0, span, step)]
     starts = tuple(datetime.combine(day, time.min, tzinfo=zone).astimezone(UTC)
-                   .replace(tzinfo=None) for day in columns)
+                   .replace(tzinfo=None).isoformat(sep=" ") for day in columns)
     return columns, step, starts
 
 
@@ -319,25 +324,32 @@ def build_timeline(marks: Sequence[Mark], since: datetime, until: datetime, zone
                    groups: _Groups) -> Timeline:
     columns, step, starts = timeline_columns(since, until, zone)
     table: dict[tuple[str, str | None], TimelineRow] = {}
-    clones: dict[tuple[str | None, str], Group] = {}
-    totals: Counter[str] = Counter()
+    # A clone's task is one row (of its repository's group): found once, not per attempt.
+    rows: dict[tuple[str | None, str, str | None], TimelineRow] = {}
     for started, machine, repo, task, raw in marks:
-        group = clones.get((machine, repo))
-        if group is None:
-            group = clones[(machine, repo)] = groups.of(machine, repo)
-        row = table.get((group.identity, task))
+        row = rows.get((machine, repo, task))
         if row is None:
-            row = table[(group.identity, task)] = TimelineRow(group, task)
+            group = groups.of(machine, repo)
+            row = table.get((group.identity, task))
+            if row is None:
+                row = table[(group.identity, task)] = TimelineRow(group, task)
+            rows[(machine, repo, task)] = row
         # A row's column is one bisect away: no time-zone conversion per attempt.
-        column = max(0, bisect_right(starts, started) - 1)
-        verdict = raw if raw in _SEVERE else "other"
+        column = bisect_right(starts, started) - 1
         cell = row.cells.get(column)
         if cell is None:
             cell = row.cells[column] = {}
-        cell[verdict] = cell.get(verdict, 0) + 1
+        cell[raw] = cell.get(raw, 0) + 1
+    totals: Counter[str] = Counter()
     for row in table.values():
-        for cell in row.cells.values():
-            row.totals.update(cell)
+        for column, cell in row.cells.items():
+            if not _SEVERE.issuperset(cell):
+                # A verdict this version does not know is coloured and counted as "other".
+                known = {v: n for v, n in cell.items() if v in _SEVERE}
+                known["other"] = sum(n for v, n in cell.items() if v not in _SEVERE)
+                row.cells[column] = cell = known
+            for verdict, n in cell.items():
+                row.totals[verdict] += n
         totals.update(row.totals)
     # Ordered and cut to TIMELINE_LIMIT once the groups have their names (_order).
     return Timeline(columns, step, list(table.values()), 0, totals)

@@ -15,7 +15,7 @@ from datetime import date, datetime, timedelta, tzinfo
 
 from jobs.ledger.model import Run
 
-RUNS_LISTED = 2000   # runs (and no-run spans) listed at most, newest first
+RUNS_LISTED = 1000   # runs listed at most, newest first (every day without a run is listed)
 RUNS_OPEN = 20       # of which shown before the rest is folded
 
 FAILING = frozenset({"fail", "timeout", "drift"})
@@ -81,8 +81,8 @@ class RunCell:
 @dataclass
 class RunsView:
     cells: list[RunCell]
-    entries: list[RunEntry | NoRun]   # newest first, at most RUNS_LISTED
-    omitted: int                      # entries beyond those
+    entries: list[RunEntry | NoRun]   # newest first: RUNS_LISTED runs and every day without
+    omitted: int                      # older runs not listed
     total: int                        # runs in the window
     no_run_days: int
     states: dict[str, int]
@@ -118,11 +118,12 @@ def build_runs(recorded: Sequence[Run], pieced: Sequence[Run], *, since: datetim
             return (-item.last.toordinal(), 0, 0.0)
         return (-_day(item.run.started_at, zone).toordinal(), 1, -item.run.started_at.timestamp())
 
-    listed: list[RunEntry | NoRun] = sorted([*entries, *gaps], key=newest_first)
+    newest = entries[-RUNS_LISTED:] if RUNS_LISTED else []
+    listed: list[RunEntry | NoRun] = sorted([*newest, *gaps], key=newest_first)
     states: dict[str, int] = {}
     for entry in entries:
         states[entry.state] = states.get(entry.state, 0) + 1
-    return RunsView(cells, listed[:RUNS_LISTED], max(0, len(listed) - RUNS_LISTED), len(entries),
+    return RunsView(cells, listed, len(entries) - len(newest), len(entries),
                     sum(g.days for g in gaps), states, sorted({e.run.machine for e in entries}),
                     entries[-1] if entries else None)
 

@@ -7,6 +7,7 @@ of rows): four of every attempt for the timeline, the details of the listed ones
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -16,10 +17,12 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from jobs.core.text import first_line
 from jobs.ledger.audits import (
+    AuditFinding,
     AuditRun,
+    audit_findings,
+    audit_runs,
     ensure_attempt_indexes,
     ensure_audit_tables,
-    select_audit_runs,
 )
 from jobs.ledger.model import Run, Verdict
 from jobs.ledger.rows import run_from_row, runs
@@ -32,7 +35,7 @@ UNCHECKED_VERDICTS = (Verdict.REFUSED, Verdict.SKIPPED, Verdict.LOCKED, Verdict.
                       Verdict.INTERRUPTED)
 FAILURE_ROWS = 2100     # failing attempts a report lists at most (model.py shows them)
 UNCHECKED_ROWS = 20000  # attempts not checked read at most (folded by reason in model.py)
-PASSES_PER_TASK = 10    # the newest passes listed per task (per clone here; merged in model.py)
+PASSES_PER_TASK = 5     # the newest passes listed per task (per clone here; merged in model.py)
 _DETAIL = ("id", "started_at", "repo", "task_id", "task_path", "label_date", "recipe", "verdict",
            "reason", "exit_code", "duration", "output_path", "commit_sha", "edit_state")
 
@@ -45,6 +48,7 @@ class Filters:
     task: str | None = None
     verdict: str | None = None
     machine: str | None = None
+    here: frozenset[str] = frozenset()  # clones on this machine: the only titles it can read
 
 
 @dataclass(slots=True)
@@ -76,8 +80,11 @@ class PassRow:
     commit_sha: str | None
 
 
-# (started_at as naive UTC, machine, repo, task id, verdict): one per attempt, for the timeline.
-Mark = tuple[datetime, str | None, str, str | None, str]
+# (started_at, machine, repo, task id, verdict): one per attempt, for the timeline. The time is
+# the database's own text of the naive UTC time ("2026-11-30 07:02:11[.000000]" in SQLite and
+# PostgreSQL alike), which sorts as the time does: a hundred thousand of them are placed in their
+# columns without making a datetime of each.
+Mark = tuple[str, str | None, str, str | None, str]
 # (started_at naive UTC, id, machine, repo, task id, label date, verdict): the failing tasks'
 # passes and failures before the window's end, for "new or still failing".
 HistoryRow = tuple[datetime, int, str | None, str, str | None, str | None, str]
@@ -99,6 +106,14 @@ class LedgerData:
     has_machine: bool
 
 
+def ensure_clone_index(engine: sa.Engine) -> None:
+    """Each clone's identity is read from the claims (one row per verification): an index
+    holding the three columns answers it without reading the table."""
+    with engine.begin() as conn:
+        conn.execute(sa.text("CREATE INDEX IF NOT EXISTS ix_claims_clone "
+                             "ON claims (repo, machine, identity)"))
+
+
 def _naive(moment: datetime) -> datetime:
     return moment.astimezone(UTC).replace(tzinfo=None)
 
@@ -112,7 +127,7 @@ class LedgerReader:
         engine = self.ledger.engine
         # A ledger this user may read but not change is still worth a report: without the audit
         # tables there are no audit runs, without the indexes it is slower.
-        for ensure in (ensure_audit_tables, ensure_attempt_indexes):
+        for ensure in (ensure_audit_tables, ensure_attempt_indexes, ensure_clone_index):
             try:
                 ensure(engine)
             except SQLAlchemyError:
@@ -133,11 +148,14 @@ class LedgerReader:
             raise LedgerError(f"cannot read the ledger {self.ledger.shown_url}: "
                               f"{first_line(exc)}") from None
 
-    def clones(self) -> tuple[list[Clone], dict[Clone, str]]:
-        """Every clone the attempts name, and the identities the claims recorded."""
+    def clones(self, since: datetime, until: datetime) -> tuple[list[Clone], dict[Clone, str]]:
+        """Every clone the attempts of the window name, and the identities the claims
+        recorded."""
         def read() -> tuple[list[Clone], dict[Clone, str]]:
             machine = self._machine()
-            query = sa.select(machine, attempts.c.repo).distinct()
+            a = attempts.c
+            query = (sa.select(machine, a.repo).distinct()
+                     .where(a.started_at >= _naive(since), a.started_at < _naive(until)))
             with self.ledger.engine.connect() as conn:
                 found = [(m, r) for m, r in conn.execute(query).fetchall()]
                 return found, read_claimed(conn)
@@ -157,9 +175,10 @@ class LedgerReader:
         where = self._where(f)
         if where is None:
             where = [sa.false()]
-        marks = sa.select(a.started_at, machine, a.repo, a.task_id, a.verdict).where(*where)
-        paths = (sa.select(a.repo, a.task_id, sa.func.max(a.task_path)).where(*where)
-                 .group_by(a.repo, a.task_id))
+        marks = sa.select(sa.cast(a.started_at, sa.String), machine, a.repo, a.task_id,
+                          a.verdict).where(*where)
+        paths = (sa.select(a.repo, a.task_id, sa.func.max(a.task_path))
+                 .where(*where, a.repo.in_(sorted(f.here))).group_by(a.repo, a.task_id))
         detail: list[Any] = [a[name] for name in _DETAIL] + [machine]
         if self.has_summary:
             detail.append(a.summary)
@@ -175,8 +194,10 @@ class LedgerReader:
                   .where(ranked.c.n <= PASSES_PER_TASK).order_by(ranked.c.started_at.desc()))
         with self.ledger.engine.connect() as conn:
             # fetchall(): SQLAlchemy's row-by-row iteration costs more than the query itself.
-            mark_rows: list[Mark] = [tuple(r) for r in conn.execute(marks).fetchall()]
-            task_paths = {(r[0], r[1]): r[2] for r in conn.execute(paths).fetchall()}
+            # Rows unpack as tuples do: no copy of a hundred thousand of them.
+            mark_rows: list[Mark] = conn.execute(marks).fetchall()  # type: ignore[assignment]
+            task_paths = ({(r[0], r[1]): r[2] for r in conn.execute(paths).fetchall()}
+                          if f.here else {})
             failing = self._details(conn, detail, failing_where, newest, FAILURE_ROWS)
             unchecked = self._details(conn, detail, unchecked_where, newest, UNCHECKED_ROWS)
             totals = [int(conn.execute(sa.select(sa.func.count()).select_from(attempts)
@@ -218,22 +239,18 @@ class LedgerReader:
                  f: Filters) -> list[HistoryRow]:
         """The passes and failures of the failing tasks before the window's end, whenever they
         were: a streak may have begun long before the window."""
-        keys = {(r.task_id, r.label_date) for r in failing if r.task_id is not None}
-        if not keys:
-            return []
+        keys = sorted({(r.task_id, r.label_date) for r in failing
+                       if r.task_id is not None and r.label_date is not None})
         a = attempts.c
-        tasks = sorted({task for task, _label in keys if task is not None})
         verdicts = (Verdict.PASS, *FAILING_VERDICTS)
         rows: list[HistoryRow] = []
-        for start in range(0, len(tasks), 500):  # bound the statement's parameters
+        for start in range(0, len(keys), 400):  # bound the statement's parameters
             query = (sa.select(a.started_at, a.id, self._machine(), a.repo, a.task_id,
                                a.label_date, a.verdict)
-                     .where(a.task_id.in_(tasks[start:start + 500]), a.verdict.in_(verdicts),
-                            a.started_at < _naive(f.until)))
-            if f.repos is not None:
-                query = query.where(a.repo.in_(sorted(f.repos)))
-            rows.extend(r for r in conn.execute(query).fetchall()
-                        if (r[4], r[5]) in keys)
+                     .where(sa.tuple_(a.task_id, a.label_date).in_(keys[start:start + 400]),
+                            a.verdict.in_(verdicts), a.started_at < _naive(f.until)))
+            # Every clone's: the identity (model.py) tells which are the same repository.
+            rows.extend(conn.execute(query).fetchall())
         rows.sort(key=lambda r: (r[0], r[1]))
         return rows
 
@@ -270,11 +287,44 @@ class LedgerReader:
         return recorded, sorted(pieced.values(), key=lambda r: (r.started_at, r.run_id))
 
     def _audits(self, conn: sa.Connection, f: Filters) -> list[AuditRun]:
+        """The window's audit runs, without their findings (`add_findings` reads those of the
+        runs shown in full)."""
         if not self.has_audits:
             return []
         audit_verdict = f.verdict if f.verdict in ("pass", "fail", "could_not_check") else None
         if f.verdict is not None and audit_verdict is None:
             return []
+        r = audit_runs.c
+        where = [r.recorded_at >= _naive(f.since), r.recorded_at < _naive(f.until)]
+        if f.machine is not None:
+            where.append(r.machine == f.machine)
+        if audit_verdict is not None:
+            where.append(r.verdict == audit_verdict)
         # `--repo` keeps the audit runs of the repositories it names (see the command).
-        return select_audit_runs(conn, since=_naive(f.since), until=_naive(f.until),
-                                 machine=f.machine, verdict=audit_verdict)
+        return [AuditRun(recorded_at=row.recorded_at.replace(tzinfo=UTC), command=row.command,
+                         verdict=row.verdict, exit_code=row.exit_code,
+                         repos=json.loads(row.repos), machine=row.machine, run_dir=row.run_dir,
+                         charter_sha256=row.charter_sha256, findings_total=row.findings_total,
+                         findings_failing=row.findings_failing, id=row.id)
+                for row in conn.execute(sa.select(audit_runs).where(*where)
+                                        .order_by(r.recorded_at, r.id)).fetchall()]
+
+    def add_findings(self, runs: list[AuditRun]) -> None:
+        """Read the findings of these audit runs into them."""
+        by_id = {run.id: run for run in runs if run.id is not None}
+        if not by_id:
+            return
+        f = audit_findings.c
+
+        def read() -> None:
+            query = (sa.select(audit_findings).where(f.audit_run_id.in_(sorted(by_id)))
+                     .order_by(f.audit_run_id, f.position))
+            with self.ledger.engine.connect() as conn:
+                for row in conn.execute(query).fetchall():
+                    by_id[row.audit_run_id].findings.append(AuditFinding(
+                        repo=row.repo, remote=row.remote, ref=row.ref, kind=row.kind,
+                        before=row.before, after=row.after, commit=row.commit,
+                        verdict=row.verdict, reason=row.reason, count=row._mapping["count"],
+                        first=row.first, last=row.last))
+
+        self._guarded(read)

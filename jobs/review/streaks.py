@@ -34,41 +34,35 @@ class Standing:
         return f"still failing since {day} ({self.mornings} morning{'s' * (self.mornings != 1)})"
 
 
-@dataclass(frozen=True)
-class Event:
-    """One pass or failure of a task, oldest first."""
-
-    started_at: datetime  # aware
-    id: int
-    key: Key
-    verdict: str
+# One pass or failure of a task, oldest first: (started_at naive UTC, attempt id, machine,
+# clone path, task id, label date, verdict), as the ledger's rows are (query.HistoryRow).
+Row = tuple[datetime, int, str | None, str, str | None, str | None, str]
 
 
-def standings(events: Iterable[Event], zone: tzinfo) -> dict[int, Standing]:
-    """Each failure's standing, by attempt id. `events` are sorted by (started_at, id)."""
+def standings(rows: Iterable[Row], identity: Callable[[str | None, str], str],
+              zone: tzinfo) -> dict[int, Standing]:
+    """Each failure's standing, by attempt id. `rows` are sorted by (started_at, id); a clone's
+    rows count for its repository's `identity`."""
     streaks: dict[Key, tuple[datetime, set[date]]] = {}
+    known: dict[tuple[str | None, str], str] = {}
     out: dict[int, Standing] = {}
-    for event in events:
-        if event.verdict == "pass":
-            streaks.pop(event.key, None)
+    for started, row_id, machine, repo, task, label, verdict in rows:
+        found = known.get((machine, repo))
+        if found is None:
+            found = known[(machine, repo)] = identity(machine, repo)
+        key = (found, task, label)
+        if verdict == "pass":
+            streaks.pop(key, None)
             continue
-        if event.verdict not in FAILING:
+        if verdict not in FAILING:
             continue
-        day = event.started_at.astimezone(zone).date()
-        streak = streaks.get(event.key)
+        at = started.replace(tzinfo=UTC)
+        day = at.astimezone(zone).date()
+        streak = streaks.get(key)
         if streak is None:
-            streaks[event.key] = (event.started_at, {day})
-            out[event.id] = Standing(True, event.started_at, 1)
+            streaks[key] = (at, {day})
+            out[row_id] = Standing(True, at, 1)
             continue
         streak[1].add(day)
-        out[event.id] = Standing(False, streak[0], len(streak[1]))
+        out[row_id] = Standing(False, streak[0], len(streak[1]))
     return out
-
-
-def events_from(rows: Iterable[tuple[datetime, int, str | None, str, str | None, str | None,
-                                     str]],
-                identity: Callable[[str | None, str], str]) -> list[Event]:
-    """The ledger's history rows (naive UTC, see query.HistoryRow) as events."""
-    return [Event(started.replace(tzinfo=UTC), row_id, (identity(machine, repo), task, label),
-                  verdict)
-            for started, row_id, machine, repo, task, label, verdict in rows]

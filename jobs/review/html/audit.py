@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import tzinfo
 
 from jobs.ledger.audits import AuditFinding
-from jobs.review.audits import AuditView, finding_change
-from jobs.review.html.common import esc, name, sha, when
+from jobs.review.audits import AUDITS_DETAILED, AuditView, finding_change
+from jobs.review.html.common import chip, esc, name, sha, when
 from jobs.review.links import Site
 from jobs.review.model import Review
 
@@ -15,14 +15,29 @@ def audits(review: Review) -> str:
     out = [f'<section id="audits"><h2>Audit runs ({len(review.audits)})</h2>']
     if not review.audits:
         out.append('<p class="note">No audit run recorded in this window.</p>')
-    out.extend(_audit(view, review.zone) for view in review.audits)
+    out.extend(_audit(view, review.zone) for view in review.audits[:AUDITS_DETAILED])
+    rest = review.audits[AUDITS_DETAILED:]
+    if rest:
+        out.append(f"<details><summary>{len(rest)} more audit run(s), one line each</summary>"
+                   '<div class="scroll"><table class="list">'
+                   + "".join(_audit_line(view, review.zone) for view in rest)
+                   + "</table></div></details>")
     out.append("</section>")
     return "".join(out)
 
 
+def _audit_line(view: AuditView, tz: tzinfo) -> str:
+    run = view.run
+    return (f'<tr data-repo="{esc(" ".join(view.keys))}" data-verdicts="{esc(run.verdict)}">'
+            f'<td class="when">{when(run.recorded_at, tz)}</td><td>{chip(run.verdict)}</td>'
+            f"<td>{run.findings_total} finding(s), {run.findings_failing} failing</td>"
+            f"<td>{esc(run.machine or '–')}</td><td><code>{esc(run.run_dir or '–')}</code></td>"
+            "</tr>")
+
+
 def _audit(view: AuditView, tz: tzinfo) -> str:
     run = view.run
-    facts = [("recorded", esc(when(run.recorded_at, tz))), ("command", esc(run.command)),
+    facts = [("recorded", when(run.recorded_at, tz)), ("command", esc(run.command)),
              ("exit code", esc(run.exit_code)),
              ("run directory", f"<code>{esc(run.run_dir or '–')}</code>"),
              ("repositories", "<br>".join(f"<code>{esc(r)}</code>" for r in sorted(run.repos))),

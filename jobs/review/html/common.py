@@ -19,7 +19,9 @@ def esc(text: object) -> str:
 
 
 def when(moment: datetime, tz: tzinfo) -> str:
-    return moment.astimezone(tz).strftime("%Y-%m-%d %H:%M")
+    """A moment in the configured zone, to the minute: digits only, safe as HTML as it is."""
+    t = moment.astimezone(tz)
+    return f"{t.year:04d}-{t.month:02d}-{t.day:02d} {t.hour:02d}:{t.minute:02d}"
 
 
 def chips(counts: Counter[str] | dict[str, int], order: Iterable[str] = SEVERITY) -> str:
@@ -32,13 +34,16 @@ def chip(verdict: str) -> str:
     return f'<span class="chip v-{esc(verdict)}">{esc(verdict)}</span>'
 
 
-def sha(value: str | None, site: Site | None, *, what: str = "commit") -> str:
+def sha(value: str | None, site: Site | None, *, what: str = "commit", title: bool = True) -> str:
+    """A commit: linked to its page when the repository has one, its full sha on hover (which a
+    long list spares: the link holds it)."""
     if not value:
         return "–"
     text = f'<span class="sha">{esc(value[:12])}</span>'
     if site is None or set(value) == {"0"}:
         return f'<span title="{esc(value)}">{text}</span>'
-    return f'<a href="{esc(site.commit(value))}" title="{esc(what)} {esc(value)}">{text}</a>'
+    hover = f' title="{esc(what)} {esc(value)}"' if title else ""
+    return f'<a href="{esc(site.commit(value))}"{hover}>{text}</a>'
 
 
 def group_attr(group: Group) -> str:

@@ -38,11 +38,11 @@ def failures(review: Review) -> str:
 def _failure_line(f: Failure, tz: tzinfo) -> str:
     a = f.attempt
     return (f'<tr{group_attr(f.group)} data-verdicts="{esc(a.verdict)}">'
-            f'<td class="when">{esc(when(a.started_at, tz))}</td><td>{chip(a.verdict)}</td>'
+            f'<td class="when">{when(a.started_at, tz)}</td><td>{chip(a.verdict)}</td>'
             f"<td>{repo_task(f.group, a.task_id, None)}</td><td>{_standing(f, tz)}</td>"
             f"<td>{esc(a.machine or '–')}</td>"
             f"<td>{esc(_first_line(f))}</td>"
-            f"<td>{sha(a.commit_sha, f.group.site)}</td></tr>")
+            f"<td>{sha(a.commit_sha, f.group.site, title=False)}</td></tr>")
 
 
 def _first_line(f: Failure) -> str:
@@ -57,7 +57,7 @@ def _failure(f: Failure, tz: tzinfo) -> str:
               '<span class="note">no verdict commit in the ledger'
               + (f" (edit {esc(a.edit_state)})" if a.edit_state not in (None, "none") else "")
               + "</span>")
-    rows = [("when", esc(when(a.started_at, tz))), ("machine", esc(a.machine or "–")),
+    rows = [("when", when(a.started_at, tz)), ("machine", esc(a.machine or "–")),
             ("clone", f"<code>{esc(a.repo)}</code>"),
             ("repository", f"<code>{esc(f.group.identity)}</code>"),
             ("verify date", esc(a.label_date or "–")), ("verdict commit", commit)]
@@ -108,9 +108,9 @@ def unchecked(review: Review) -> str:
 def _unchecked_row(e: Unchecked, tz: tzinfo) -> str:
     reason = (f'<p class="reason">{esc(e.reason)}</p>' if e.reason
               else '<span class="note">no reason recorded</span>')
-    times = esc(when(e.last, tz))
+    times = when(e.last, tz)
     if e.count > 1:
-        times = (f"{e.count}×, {esc(when(e.first, tz))} – {esc(when(e.last, tz))}")
+        times = (f"{e.count}×, {when(e.first, tz)} – {when(e.last, tz)}")
     return (f'<tr class="unchecked"{group_attr(e.group)} data-verdicts="{esc(e.verdict)}">'
             f"<td>{chip(e.verdict)}</td><td>{repo_task(e.group, e.task, e.title)}</td>"
             f'<td>{reason}</td><td class="when">{times}</td>'
@@ -129,12 +129,12 @@ def passes(review: Review) -> str:
 
 def _task_passes(t: TaskPasses, tz: tzinfo) -> str:
     newest = t.newest[0].started_at if t.newest else None
-    items = "".join(f"<li>{esc(when(p.started_at, tz))} · {esc(p.machine or '–')} · "
-                    f"{sha(p.commit_sha, t.group.site)}</li>" for p in t.newest)
+    items = "".join(f"<li>{when(p.started_at, tz)} · {esc(p.machine or '–')} · "
+                    f"{sha(p.commit_sha, t.group.site, title=False)}</li>" for p in t.newest)
     more = t.count - len(t.newest)
     if more > 0:
         items += f'<li class="note">and {more} earlier pass(es)</li>'
     return (f'<details class="passes"{group_attr(t.group)} data-verdicts="pass"><summary>'
             f"{repo_task(t.group, t.task, t.title)}: {t.count} pass(es)"
-            + (f", the last {esc(when(newest, tz))}" if newest else "")
+            + (f", the last {when(newest, tz)}" if newest else "")
             + f"</summary><ul>{items}</ul></details>")

@@ -46,7 +46,7 @@ def render_html(review: Review, generated_at: datetime) -> str:
         "<header><h1>loop-jobs incident review</h1>",
         f'<p class="meta">{esc(window)} ({esc(_zone_name(review))})'
         + "".join(f" · {esc(k)} <code>{esc(v)}</code>" for k, v in review.filters)
-        + f" · generated {esc(when(generated_at, tz))}</p></header>",
+        + f" · generated {when(generated_at, tz)}</p></header>",
         _filter_bar(review),
         _summary(review),
         _runs(review.runs, tz),
@@ -87,7 +87,7 @@ def _summary(review: Review) -> str:
     ran = (f"{runs.total} run(s)" + (f" on {', '.join(esc(m) for m in runs.machines)}"
                                      if runs.machines else ""))
     if last is not None:
-        ran += (f"; the last started {esc(when(last.run.started_at, review.zone))} on "
+        ran += (f"; the last started {when(last.run.started_at, review.zone)} on "
                 f"{esc(last.run.machine or '?')}: {esc(_exit(last))}")
     missing = (f'<span class="bad">{runs.no_run_days} day(s) without a run</span>'
                if runs.no_run_days else '<span class="good">a run every day</span>')
@@ -137,8 +137,8 @@ def _runs(view: RunsView, tz: tzinfo) -> str:
     if not view.entries:
         out.append('<p class="note">No run and no day in this window.</p></section>')
         return "".join(out)
-    head = ("<thead><tr><th>start</th><th>machine</th><th>trigger</th><th>duration</th>"
-            "<th>exit code</th><th>verdicts</th></tr></thead>")
+    head = ("<thead><tr><th>start</th><th>exit code</th><th>machine</th><th>trigger</th>"
+            "<th>duration</th><th>verdicts</th></tr></thead>")
     rows = [_run_row(e, tz) for e in view.entries]
     out.append(f'<div class="scroll"><table class="list runs">{head}<tbody>'
                + "".join(rows[:RUNS_OPEN]) + "</tbody></table></div>")
@@ -147,8 +147,8 @@ def _runs(view: RunsView, tz: tzinfo) -> str:
                    f'<div class="scroll"><table class="list runs">{head}<tbody>'
                    + "".join(rows[RUNS_OPEN:]) + "</tbody></table></div></details>")
     if view.omitted:
-        out.append(f'<p class="note">{view.omitted} earlier entries are not listed: narrow the '
-                   "window.</p>")
+        out.append(f'<p class="note">{view.omitted} earlier run(s) are not listed (every day '
+                   "without a run is): narrow the window.</p>")
     out.append("</section>")
     return "".join(out)
 
@@ -170,10 +170,10 @@ def _run_row(entry: RunEntry | NoRun, tz: tzinfo) -> str:
     pieced = (' <span class="note" title="recorded before the ledger kept runs: told by its '
               'attempts">(from its attempts)</span>' if entry.pieced else "")
     return (f'<tr class="run"><td class="when" title="run {esc(run.run_id)}">'
-            f"{esc(when(run.started_at, tz))}</td><td>{esc(run.machine or '–')}</td>"
-            f"<td>{esc(trigger)}{pieced}</td><td>{_duration(entry.duration)}</td>"
+            f"{when(run.started_at, tz)}</td>"
             f'<td><span class="chip s-{entry.state}" title="{esc(STATE_WORDS[entry.state])}">'
-            f"{esc(_exit(entry))}</span></td>"
+            f"{esc(_exit(entry))}</span></td><td>{esc(run.machine or '–')}</td>"
+            f"<td>{esc(trigger)}{pieced}</td><td>{_duration(entry.duration)}</td>"
             f'<td><div class="chips">{said}</div></td></tr>')
 
 
@@ -196,15 +196,19 @@ def _timeline(review: Review, tz: tzinfo) -> str:
     head.append("<th>counts</th></tr>")
     header = "<thead>" + "".join(head) + "</thead>"
     runs = _runs_row(review.runs, len(tl.columns))
-    rows = [_timeline_rows(tl, r, tl.rows[i - 1] if i else None) for i, r in enumerate(tl.rows)]
+    rows = [_timeline_rows(tl, r, tl.rows[i - 1] if i else None)
+            for i, r in enumerate(tl.rows[:TIMELINE_OPEN])]
     out.append(f'<div class="scroll"><table class="tl">{header}<tbody>{runs}'
-               + "".join(rows[:TIMELINE_OPEN]) + "</tbody></table></div>")
+               + "".join(rows) + "</tbody></table></div>")
     if not tl.rows:
         out.append('<p class="note">No verify attempts in this window.</p>')
-    if len(rows) > TIMELINE_OPEN:
-        out.append(f"<details><summary>{len(rows) - TIMELINE_OPEN} more row(s)</summary>"
-                   f'<div class="scroll"><table class="tl">{header}<tbody>'
-                   + "".join(rows[TIMELINE_OPEN:]) + "</tbody></table></div></details>")
+    if len(tl.rows) > TIMELINE_OPEN:
+        # The rest with their counts alone: a wall of squares nobody reads would weigh most
+        # of a big report (--repo or --task lays any of them out).
+        rest = [_folded_row(r) for r in tl.rows[TIMELINE_OPEN:]]
+        out.append(f"<details><summary>{len(rest)} more row(s), counts only</summary>"
+                   f'<div class="scroll"><table class="list">{"".join(rest)}</table></div>'
+                   "</details>")
     out.append("</section>")
     return "".join(out)
 
@@ -263,6 +267,16 @@ def _timeline_rows(tl: Timeline, row: TimelineRow, prev: TimelineRow | None) -> 
                f'title="{esc(label)}">{esc(label)}</th>{"".join(cells)}'
                f'<td class="n">{esc(totals)}</td></tr>')
     return "".join(out)
+
+
+def _folded_row(row: TimelineRow) -> str:
+    label = row.task or "(repository)"
+    if row.title:
+        label += f" — {row.title}"
+    verdicts = " ".join(v for v in SEVERITY if row.totals.get(v))
+    totals = " ".join(f"{row.totals[v]} {v}" for v in SEVERITY if row.totals.get(v))
+    return (f'<tr{group_attr(row.group)} data-verdicts="{verdicts}"><td>{esc(row.group.name)}'
+            f"</td><td>{esc(label)}</td><td>{esc(totals)}</td></tr>")
 
 
 def _unshown(review: Review) -> str:
