@@ -7,10 +7,8 @@ import re
 import sqlite3
 from pathlib import Path
 
-import pytest
 from review_helpers import HOSTILE_OUTPUT, ReviewWorld
 from verify_helpers import git
-
 
 
 def verdicts(world: ReviewWorld) -> dict[str, list[dict[str, object]]]:

@@ -10,7 +10,6 @@ from review_helpers import ReviewWorld
 from verify_helpers import git
 
 
-
 def note_in_commit(world: ReviewWorld, attempt: dict[str, object]) -> str:
     """The failure summary the verdict commit appended to the task's notes."""
     root = world.app.root if "/one/" in str(attempt["repo"]) else world.lib.root
