@@ -205,3 +205,32 @@ def test_a_ledger_that_cannot_be_opened_is_one_line_and_exit_3(tmp_path: Path) -
     assert done.returncode == 3, done.stderr
     assert done.stderr.startswith("loop-verify: cannot open the ledger ")
     assert "Traceback" not in done.stderr and not (tmp_path / "r.html").exists()
+
+
+def test_markdown_answers_the_morning_questions(world: ReviewWorld) -> None:
+    from datetime import timedelta
+
+    from review_helpers import NO_RUN_DAYS_AGO, SECOND
+
+    done = world.review("--format", "markdown")
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    missing = (world.now - timedelta(days=NO_RUN_DAYS_AGO)).date().isoformat()
+    since = (world.now - timedelta(days=2)).date().isoformat()
+    # Did it run: the runs, each day without one in bold, counted in the summary.
+    assert "- did it run: " in text and "**1 day(s) without a run**" in text
+    assert f"| {missing} | **no run {missing}** |" in text
+    assert f"| exit 1 | {SECOND} | manual |" in text
+    # What failed, since when: the task's own summary in a fence.
+    assert f"still failing since {since} \\(3 mornings\\)" in text
+    assert "Summary, as the task carries it:" in text
+    # Why not checked: every kind with its reason.
+    for verdict, words in (("refused", "malformed verify-cmd"), ("skipped", "work tree not clean"),
+                           ("locked", "another loop-verify holds"), ("interrupted", "stop"),
+                           ("error", "cannot start just")):
+        line = next(ln for ln in text.splitlines() if ln.startswith(f"| {verdict} |")
+                    and words in ln)
+        assert line.count("|") == 6, line
+    # One group for both clones of app; the passes as a list per task.
+    assert "| app-clone |" not in text and "app-clone TASK" not in text
+    assert "## Passes (" in text and "- app TASK-10 — Clone-only check: 1 pass(es)" in text
