@@ -191,8 +191,10 @@ def _timeline(review: Review, tz: tzinfo) -> str:
                                            for v in SEVERITY[:-1]) + "</div>"]
     head = ['<tr><th class="row">repository / task</th>']
     for day in tl.columns:
-        label = day.strftime("%b") if day.day == 1 or day == tl.columns[0] else ""
-        head.append(f'<th class="day" title="{day.isoformat()}">{label or day.day}</th>')
+        # The day of the month; a month's first column in bold (its name on hover).
+        first = day.day <= tl.step_days or day == tl.columns[0]
+        head.append(f'<th class="day{" month" if first else ""}" title="{day.isoformat()}'
+                    f'{day.strftime(" (%B)") if first else ""}">{day.day}</th>')
     head.append("<th>counts</th></tr>")
     header = "<thead>" + "".join(head) + "</thead>"
     runs = _runs_row(review.runs, len(tl.columns))
