@@ -55,6 +55,8 @@ class TimelineRow:
     title: str | None = None
     cells: dict[int, dict[str, int]] = field(default_factory=dict)  # column → verdict counts
     totals: Counter[str] = field(default_factory=Counter)
+    # Its passes as marks: (started_at text, machine, clone, commit).
+    passed: list[tuple[str, str | None, str, str | None]] = field(default_factory=list)
 
     def worst(self, column: int) -> str | None:
         counts = self.cells.get(column)
@@ -188,7 +190,7 @@ def build_review(data: LedgerData, *, since: datetime, until: datetime, now: dat
     failures = [_failure(r, groups.of(r.machine, r.repo), standing) for r in
                 data.failing[:DETAILED_FAILURES + LISTED_FAILURES]]
     unchecked = _unchecked(data.unchecked, groups)
-    passes = _passes(data.passes, timeline, groups)
+    passes = _passes(timeline)
     views = [audit_view(run, edges.audit_site_of) for run in
              sorted(data.audits, key=detail_order)]
     for view in views:
@@ -260,18 +262,18 @@ def _unchecked(rows: Sequence[AttemptRow], groups: _Groups) -> list[Unchecked]:
     return list(folded.values())[:UNCHECKED_LISTED]
 
 
-def _passes(rows: Sequence[PassRow], timeline: Timeline, groups: _Groups) -> list[TaskPasses]:
-    counts = {(row.group.identity, row.task): row.totals.get("pass", 0) for row in timeline.rows}
-    tasks: dict[tuple[str, str | None], TaskPasses] = {}
-    for p in rows:  # newest first
-        group = groups.of(p.machine, p.repo)
-        key = (group.identity, p.task_id)
-        entry = tasks.get(key)
-        if entry is None:
-            entry = tasks[key] = TaskPasses(group, p.task_id, None, counts.get(key, 0), [])
-        if len(entry.newest) < PASSES_PER_TASK:
-            entry.newest.append(p)
-    return list(tasks.values())
+def _passes(timeline: Timeline) -> list[TaskPasses]:
+    """Each task's passes: how many, and the newest PASSES_PER_TASK."""
+    out = []
+    for row in timeline.rows:
+        if not row.passed:
+            continue
+        newest = sorted(row.passed, key=lambda p: p[0], reverse=True)[:PASSES_PER_TASK]
+        out.append(TaskPasses(row.group, row.task, None, len(row.passed), [
+            PassRow(datetime.fromisoformat(at).replace(tzinfo=UTC), machine, repo, row.task, sha)
+            for at, machine, repo, sha in newest]))
+        row.passed = []
+    return out
 
 
 def _unshown(data: LedgerData, timeline: Timeline, failures: list[Failure],
@@ -326,7 +328,7 @@ def build_timeline(marks: Sequence[Mark], since: datetime, until: datetime, zone
     table: dict[tuple[str, str | None], TimelineRow] = {}
     # A clone's task is one row (of its repository's group): found once, not per attempt.
     rows: dict[tuple[str | None, str, str | None], TimelineRow] = {}
-    for started, machine, repo, task, raw in marks:
+    for started, machine, repo, task, raw, sha in marks:
         row = rows.get((machine, repo, task))
         if row is None:
             group = groups.of(machine, repo)
@@ -340,6 +342,8 @@ def build_timeline(marks: Sequence[Mark], since: datetime, until: datetime, zone
         if cell is None:
             cell = row.cells[column] = {}
         cell[raw] = cell.get(raw, 0) + 1
+        if raw == "pass":
+            row.passed.append((started, machine, repo, sha))
     totals: Counter[str] = Counter()
     for row in table.values():
         for column, cell in row.cells.items():

@@ -35,7 +35,6 @@ UNCHECKED_VERDICTS = (Verdict.REFUSED, Verdict.SKIPPED, Verdict.LOCKED, Verdict.
                       Verdict.INTERRUPTED)
 FAILURE_ROWS = 2100     # failing attempts a report lists at most (model.py shows them)
 UNCHECKED_ROWS = 20000  # attempts not checked read at most (folded by reason in model.py)
-PASSES_PER_TASK = 5     # the newest passes listed per task (per clone here; merged in model.py)
 _DETAIL = ("id", "started_at", "repo", "task_id", "task_path", "label_date", "recipe", "verdict",
            "reason", "exit_code", "duration", "output_path", "commit_sha", "edit_state")
 
@@ -80,14 +79,15 @@ class PassRow:
     commit_sha: str | None
 
 
-# (started_at, machine, repo, task id, verdict): one per attempt, for the timeline. The time is
-# the database's own text of the naive UTC time ("2026-11-30 07:02:11[.000000]" in SQLite and
-# PostgreSQL alike), which sorts as the time does: a hundred thousand of them are placed in their
-# columns without making a datetime of each.
-Mark = tuple[str, str | None, str, str | None, str]
-# (started_at naive UTC, id, machine, repo, task id, label date, verdict): the failing tasks'
-# passes and failures before the window's end, for "new or still failing".
-HistoryRow = tuple[datetime, int, str | None, str, str | None, str | None, str]
+# (started_at, machine, repo, task id, verdict, commit): one per attempt, for the timeline and
+# the passes. The time is the database's own text of the naive UTC time ("2026-11-30
+# 07:02:11[.000000]" in SQLite and PostgreSQL alike), which sorts as the time does: a hundred
+# thousand of them are placed in their columns without making a datetime of each.
+Mark = tuple[str, str | None, str, str | None, str, str | None]
+# (started_at as the database's text of naive UTC, id, machine, repo, task id, label date,
+# verdict): the failing tasks' passes and failures before the window's end, for "new or still
+# failing".
+HistoryRow = tuple[str, int, str | None, str, str | None, str | None, str]
 
 
 @dataclass
@@ -97,7 +97,6 @@ class LedgerData:
     failing_total: int
     unchecked: list[AttemptRow]     # the newest UNCHECKED_ROWS of the rest, newest first
     unchecked_total: int
-    passes: list[PassRow]           # newest first, PASSES_PER_TASK per clone and task
     history: list[HistoryRow]       # oldest first
     runs: list[Run]                 # the runs table's, oldest first
     pieced: list[Run]               # runs known only from their attempts (trigger "")
@@ -176,7 +175,7 @@ class LedgerReader:
         if where is None:
             where = [sa.false()]
         marks = sa.select(sa.cast(a.started_at, sa.String), machine, a.repo, a.task_id,
-                          a.verdict).where(*where)
+                          a.verdict, a.commit_sha).where(*where)
         paths = (sa.select(a.repo, a.task_id, sa.func.max(a.task_path))
                  .where(*where, a.repo.in_(sorted(f.here))).group_by(a.repo, a.task_id))
         detail: list[Any] = [a[name] for name in _DETAIL] + [machine]
@@ -185,13 +184,6 @@ class LedgerReader:
         failing_where = [*where, a.verdict.in_(FAILING_VERDICTS)]
         unchecked_where = [*where, a.verdict.in_(UNCHECKED_VERDICTS)]
         newest = (a.started_at.desc(), a.id.desc())
-        ranked = (sa.select(a.started_at, machine, a.repo, a.task_id, a.commit_sha,
-                            sa.func.row_number().over(partition_by=(a.repo, a.task_id),
-                                                      order_by=newest).label("n"))
-                  .where(*where, a.verdict == Verdict.PASS).subquery())
-        passes = (sa.select(ranked.c.started_at, ranked.c.machine, ranked.c.repo,
-                            ranked.c.task_id, ranked.c.commit_sha)
-                  .where(ranked.c.n <= PASSES_PER_TASK).order_by(ranked.c.started_at.desc()))
         with self.ledger.engine.connect() as conn:
             # fetchall(): SQLAlchemy's row-by-row iteration costs more than the query itself.
             # Rows unpack as tuples do: no copy of a hundred thousand of them.
@@ -203,12 +195,10 @@ class LedgerReader:
             totals = [int(conn.execute(sa.select(sa.func.count()).select_from(attempts)
                                        .where(*w)).scalar_one())
                       for w in (failing_where, unchecked_where)]
-            pass_rows = [PassRow(r[0].replace(tzinfo=UTC), r[1], r[2], r[3], r[4])
-                         for r in conn.execute(passes).fetchall()]
             history = self._history(conn, failing, f)
             recorded, pieced = self._runs(conn, f)
             audits = self._audits(conn, f)
-        return LedgerData(mark_rows, failing, totals[0], unchecked, totals[1], pass_rows, history,
+        return LedgerData(mark_rows, failing, totals[0], unchecked, totals[1], history,
                           recorded, pieced, task_paths, audits, self.has_machine)
 
     def _where(self, f: Filters) -> list[Any] | None:
@@ -245,8 +235,8 @@ class LedgerReader:
         verdicts = (Verdict.PASS, *FAILING_VERDICTS)
         rows: list[HistoryRow] = []
         for start in range(0, len(keys), 400):  # bound the statement's parameters
-            query = (sa.select(a.started_at, a.id, self._machine(), a.repo, a.task_id,
-                               a.label_date, a.verdict)
+            query = (sa.select(sa.cast(a.started_at, sa.String), a.id, self._machine(), a.repo,
+                               a.task_id, a.label_date, a.verdict)
                      .where(sa.tuple_(a.task_id, a.label_date).in_(keys[start:start + 400]),
                             a.verdict.in_(verdicts), a.started_at < _naive(f.until)))
             # Every clone's: the identity (model.py) tells which are the same repository.

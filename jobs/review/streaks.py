@@ -34,9 +34,10 @@ class Standing:
         return f"still failing since {day} ({self.mornings} morning{'s' * (self.mornings != 1)})"
 
 
-# One pass or failure of a task, oldest first: (started_at naive UTC, attempt id, machine,
-# clone path, task id, label date, verdict), as the ledger's rows are (query.HistoryRow).
-Row = tuple[datetime, int, str | None, str, str | None, str | None, str]
+# One pass or failure of a task, oldest first: (started_at as ISO text of naive UTC, attempt
+# id, machine, clone path, task id, label date, verdict), as the ledger's rows are
+# (query.HistoryRow).
+Row = tuple[str, int, str | None, str, str | None, str | None, str]
 
 
 def standings(rows: Iterable[Row], identity: Callable[[str | None, str], str],
@@ -56,7 +57,7 @@ def standings(rows: Iterable[Row], identity: Callable[[str | None, str], str],
             continue
         if verdict not in FAILING:
             continue
-        at = started.replace(tzinfo=UTC)
+        at = datetime.fromisoformat(started).replace(tzinfo=UTC)
         day = at.astimezone(zone).date()
         streak = streaks.get(key)
         if streak is None:

@@ -25,10 +25,10 @@ def same(_machine: str | None, repo: str) -> str:
 
 
 def row(day: int, verdict: str, *, rid: int, repo: str = "/a/app", task: str = "TASK-1",
-        label: str = "2026-11-01", hour: int = 6) -> tuple[datetime, int, str | None, str,
+        label: str = "2026-11-01", hour: int = 6) -> tuple[str, int, str | None, str,
                                                           str | None, str | None, str]:
     started = (T0 + timedelta(days=day)).replace(hour=hour, tzinfo=None)
-    return (started, rid, "mac", repo, task, label, verdict)
+    return (started.isoformat(sep=" "), rid, "mac", repo, task, label, verdict)
 
 
 # -- new or still failing ----------------------------------------------------------------------
@@ -80,8 +80,8 @@ def test_clones_of_one_repository_share_a_streak() -> None:
 def test_mornings_are_days_in_the_configured_zone() -> None:
     # 23:30 and 00:30 UTC the next day are two days in UTC, and one in Berlin (UTC+1 in
     # November: 00:30 and 01:30 on the 21st).
-    first = (datetime(2026, 11, 20, 23, 30), 1, "mac", "/a/app", "TASK-1", "2026-11-01", "fail")
-    second = (datetime(2026, 11, 21, 0, 30), 2, "mac", "/a/app", "TASK-1", "2026-11-01", "fail")
+    first = ("2026-11-20 23:30:00.000000", 1, "mac", "/a/app", "TASK-1", "2026-11-01", "fail")
+    second = ("2026-11-21 00:30:00", 2, "mac", "/a/app", "TASK-1", "2026-11-01", "fail")
     assert standings([first, second], same, UTC_ZONE)[2].mornings == 2
     berlin = standings([first, second], same, BERLIN)[2]
     assert berlin.mornings == 1
@@ -164,13 +164,12 @@ def test_one_group_per_identity_with_reasons_folded_and_counted_by_kind() -> Non
     passes = [PassRow(T0 + timedelta(hours=h), "mac", "/a/app", "TASK-2", f"{h:040x}")
               for h in range(7)]
     marks = [(r.started_at.replace(tzinfo=None).isoformat(sep=" "), r.machine, r.repo,
-              r.task_id, r.verdict) for r in [*failing, *unchecked]]
+              r.task_id, r.verdict, None) for r in [*failing, *unchecked]]
     marks += [(p.started_at.replace(tzinfo=None).isoformat(sep=" "), p.machine, p.repo,
-               p.task_id, "pass") for p in passes]
-    history = sorted((r.started_at.replace(tzinfo=None), r.id, r.machine, r.repo, r.task_id,
-                      r.label_date, r.verdict) for r in failing)
-    data = LedgerData(marks, failing, 2, unchecked, 6, passes[::-1][:5], history, [], [], {}, [],
-                      True)
+               p.task_id, "pass", p.commit_sha) for p in passes]
+    history = sorted((r.started_at.replace(tzinfo=None).isoformat(sep=" "), r.id, r.machine,
+                      r.repo, r.task_id, r.label_date, r.verdict) for r in failing)
+    data = LedgerData(marks, failing, 2, unchecked, 6, history, [], [], {}, [], True)
     review = build_review(data, since=since, until=until, now=until, zone=UTC_ZONE, filters=[],
                           edges=edges())
     # Two clones, one repository: one group; lib is the other.
@@ -206,6 +205,8 @@ def test_one_group_per_identity_with_reasons_folded_and_counted_by_kind() -> Non
     # Passes: per task, the newest five listed, the count of all.
     (task_passes,) = review.passes
     assert (task_passes.task, task_passes.count, len(task_passes.newest)) == ("TASK-2", 7, 5)
+    assert [p.commit_sha for p in task_passes.newest] == [f"{h:040x}" for h in (6, 5, 4, 3, 2)]
+    assert task_passes.newest[0].started_at == T0 + timedelta(hours=6)
     assert "older attempt(s) not checked" not in " ".join(review.unshown)
     assert any("rebuilt from the ledger" in line for line in review.unshown)
 
