@@ -19,7 +19,7 @@ from jobs.core.statedir import RUNS_DIR
 from jobs.ledger.audits import AUDIT_VERDICTS, AuditFinding, AuditRun
 from jobs.ledger.store import VERDICTS
 from jobs.review.audits import AUDITS_DETAILED, detail_order
-from jobs.review.html import render_html
+from jobs.review.html.page import render_html
 from jobs.review.identity import Identities, choice_matches, local_identity, parse_repo_option
 from jobs.review.links import LocalSites, Site, site_for_github_remote, site_for_url
 from jobs.review.local import OutputReader, task_title
