@@ -85,7 +85,8 @@ def main() -> int:
         return 1
     shutil.rmtree(SCRATCH, ignore_errors=True)
     SCRATCH.mkdir()
-    bare, app, state, run_dir = (SCRATCH / "remote.git", SCRATCH / "app", SCRATCH / "state",
+    # The bare remote is named after the app: the review names the repository by it.
+    bare, app, state, run_dir = (SCRATCH / "app.git", SCRATCH / "app", SCRATCH / "state",
                                  SCRATCH / "run")
     env = {"GIT_AUTHOR_NAME": "Demo Agent", "GIT_AUTHOR_EMAIL": "agent@demo.invalid",
            "GIT_COMMITTER_NAME": "Demo Agent", "GIT_COMMITTER_EMAIL": "agent@demo.invalid"}

@@ -11,19 +11,21 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 from pathlib import Path
 
-from jobs.config.load import expand_user, load_config
+from jobs.config.load import load_config
 from jobs.core.errors import UsageError
 from jobs.core.fs import atomic_write
 from jobs.core.logs import configure_logging
 from jobs.core.statedir import RUNS_DIR
 from jobs.ledger.audits import AUDIT_VERDICTS, AuditFinding, AuditRun
 from jobs.ledger.store import VERDICTS
-from jobs.review.html import render_html
+from jobs.review.audits import AUDITS_DETAILED, detail_order
+from jobs.review.html.page import render_html
+from jobs.review.identity import Identities, choice_matches, local_identity, parse_repo_option
 from jobs.review.links import LocalSites, Site, site_for_github_remote, site_for_url
 from jobs.review.local import OutputReader, task_title
 from jobs.review.markdown import render_markdown
-from jobs.review.model import build_review
-from jobs.review.query import Filters, read_ledger
+from jobs.review.model import Edges, build_review
+from jobs.review.query import Filters, LedgerReader
 
 DEFAULT_DAYS = 30
 REVIEW_VERDICTS = tuple(dict.fromkeys((*VERDICTS, *AUDIT_VERDICTS)))
@@ -82,23 +84,42 @@ def main(args: ReviewOptions, now: datetime | None = None) -> int:
                          f"(got {args.verdict!r})")
     until = parse_moment(args.until, "--until", zone, end=True) if args.until else now
     since = (parse_moment(args.since, "--since", zone, end=False) if args.since
-             else until - timedelta(days=DEFAULT_DAYS))
+             else default_since(until, zone))
     if since >= until:
         raise UsageError(f"--since {args.since or since.isoformat()} is not before --until "
                          f"{args.until or until.isoformat()}")
-    repo_path, repo_name = _repo_filter(args.repo)
-    filters = Filters(since=since, until=until, repo_path=repo_path, repo_name=repo_name,
-                      task=args.task, verdict=args.verdict, machine=args.machine)
-    data = read_ledger(config.ledger, filters)
+    choice = parse_repo_option(args.repo)
     machine = config.machine or socket.gethostname()
+    branches = {str(r.path): r.branch for r in config.repos}
+    reader = LedgerReader(config.ledger)
+    try:
+        clones, claimed = reader.clones(since, until)
+        identity = Identities(claimed, machine, lambda repo: _local_identity(repo, branches))
+        chosen = None
+        if choice is not None:
+            chosen = frozenset(repo for m, repo in clones
+                               if choice_matches(choice, identity(m, repo), [repo]))
+        here = frozenset(repo for _m, repo in clones if os.path.isdir(repo))
+        filters = Filters(since=since, until=until, repos=chosen, task=args.task,
+                          verdict=args.verdict, machine=args.machine, here=here)
+        data = reader.read(filters)
+        if choice is not None:
+            data.audits = [run for run in data.audits if any(
+                choice_matches(choice, identity(run.machine, repo), [repo])
+                for repo in run.repos)]
+        reader.add_findings(sorted(data.audits, key=detail_order)[:AUDITS_DETAILED])
+    finally:
+        reader.close()
     shown = [(name, value) for name, value in (
-        ("repository", repo_path or repo_name), ("task", args.task), ("verdict", args.verdict),
-        ("machine", args.machine)) if value]
-    review = build_review(
-        data, since=since, until=until, zone=zone, filters=shown,
-        site_of=LocalSites(), audit_site_of=audit_site,
-        read_output=OutputReader(machine, data.has_machine, config.state_dir / RUNS_DIR),
-        title_of=task_title)
+        ("repository", choice.shown if choice else None), ("task", args.task),
+        ("verdict", args.verdict), ("machine", args.machine)) if value]
+    edges = Edges(identity=identity, site_of=LocalSites(), identity_site=identity_site,
+                  audit_site_of=audit_site,
+                  read_output=OutputReader(machine, data.has_machine,
+                                           config.state_dir / RUNS_DIR),
+                  title_of=task_title)
+    review = build_review(data, since=since, until=until, now=now, zone=zone, filters=shown,
+                          edges=edges)
     render = render_html if args.format == "html" else render_markdown
     text = render(review, now)
     if args.out:
@@ -111,6 +132,35 @@ def main(args: ReviewOptions, now: datetime | None = None) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def default_since(until: datetime, zone: tzinfo) -> datetime:
+    """The start of the day DEFAULT_DAYS before the window's last day, in the configured zone:
+    whole days, so the first day's run is in the window."""
+    last = (until - timedelta(microseconds=1)).astimezone(zone).date()
+    try:
+        return datetime.combine(last - timedelta(days=DEFAULT_DAYS), time.min, tzinfo=zone)
+    except OverflowError:
+        return _EARLIEST
+
+
+def _local_identity(repo: str, branches: dict[str, str]) -> str | None:
+    from jobs.config.load import DEFAULT_BRANCH
+    from jobs.git.run import GitError
+    from jobs.process import exe
+
+    exe.isolate_environment(os.environ)
+    try:
+        return local_identity(repo, branches.get(repo, DEFAULT_BRANCH))
+    except (OSError, GitError):
+        return None  # not a clone git can read any more: its path stands for it
+
+
+def identity_site(identity: str) -> Site | None:
+    """A repository's page from its identity alone (github.com/acme/app), from any machine."""
+    if identity.startswith("/"):
+        return None
+    return site_for_url(f"https://{identity}")
 
 
 def write_report(out: Path, data: bytes) -> None:
@@ -136,16 +186,6 @@ def _start_logging(log_file: Path, machine: str) -> None:
         configure_logging(log_file, console=False, machine=machine)
     except OSError:
         configure_logging(None, console=False, machine=machine)
-
-
-def _repo_filter(raw: str | None) -> tuple[str | None, str | None]:
-    if not raw:
-        return None, None
-    path = expand_user(raw, "--repo", "--repo")
-    # A folder that exists, or anything spelled as a path, is a path; else a repository's name.
-    if os.sep in raw or raw.startswith("~") or path.is_dir():
-        return str(path.resolve()), None
-    return None, raw
 
 
 def audit_site(run: AuditRun, finding: AuditFinding) -> Site | None:

@@ -68,6 +68,9 @@ class Attempt:
     uid: str | None = None
     # The machine whose live or finished claim made this attempt a `skipped` one.
     claimed_by: str | None = None
+    # A written failure's summary exactly as appended to the task's notes (LF line ends): the
+    # review shows the task's own words, which the other columns cannot rebuild.
+    summary: str | None = None
     id: int | None = None
 
     def to_json(self) -> dict[str, Any]:

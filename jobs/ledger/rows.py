@@ -45,6 +45,7 @@ attempts = sa.Table(
     sa.Column("machine", sa.String(128), index=True),
     sa.Column("uid", sa.String(36), index=True, unique=True),
     sa.Column("claimed_by", sa.String(128)),
+    sa.Column("summary", sa.Text),
 )
 # One row per due verification claimed by a machine (see jobs.ledger.claims).
 claims = sa.Table(
@@ -75,7 +76,7 @@ runs = sa.Table(
     sa.Column("counts", sa.Text, nullable=False, default="{}"),  # JSON: verdict -> count
 )
 # Columns an older ledger may lack, added in place when it is opened.
-ADDED_COLUMNS = ("machine", "uid", "claimed_by")
+ADDED_COLUMNS = ("machine", "uid", "claimed_by", "summary")
 
 
 def row_values(attempt: Attempt) -> dict[str, Any]:

@@ -103,7 +103,7 @@ def storable(result: Attempt) -> Attempt:
     A recipe may leave a file whose name is not UTF-8; its path in a reason would otherwise make
     the ledger write (and every later run's `skipped` record) fail.
     """
-    for name in ("reason", "task_path", "output_path"):
+    for name in ("reason", "task_path", "output_path", "summary"):
         value = getattr(result, name)
         if value is not None:
             setattr(result, name, shown(value))
@@ -248,6 +248,7 @@ def write_verdict(ctx: RepoContext, task: eligibility.Classified,
     result.after_sha256 = edit_plan.sha256(edit.after)
     result.edit_paths = edit.paths
     result.commit_message = edit.message
+    result.summary = edit.note
     # The one write crash recovery depends on: synced before the task file is touched.
     ctx.ledger.record(storable(result), durable=True)
     try:

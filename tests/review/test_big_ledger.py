@@ -1,12 +1,16 @@
-"""A big ledger stays a light report: rows beyond the open ones collapsed, failures beyond the
-listed ones counted and said, a long window in weeks. The ledger is bench/review.py's."""
+"""A big ledger stays a light report: timeline rows beyond the open ones folded to their counts,
+failures beyond the detailed ones one line each, runs listed with every day that had none, a long
+window in weeks, the two clones of each repository one group. The ledger is bench/review.py's."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import re
+import sqlite3
 import subprocess
 import sys
+from datetime import date, timedelta
 from pathlib import Path
 
 from project import ROOT
@@ -20,26 +24,43 @@ def load_bench() -> object:
     return module
 
 
-def test_big_ledger_collapses_and_says_what_it_left_out(tmp_path: Path) -> None:
+def test_big_ledger_folds_and_says_what_it_left_out(tmp_path: Path) -> None:
     bench = load_bench()
     ledger = tmp_path / "ledger.db"
-    bench.build_ledger(ledger, 20_000, 30)  # type: ignore[attr-defined]
+    bench.build_ledger(ledger, 20_000, 30, 1000)  # type: ignore[attr-defined]
     config = tmp_path / "config.yaml"
     config.write_text(f"ledger: sqlite:///{ledger}\ntimezone: UTC\nstate_dir: {tmp_path}\n")
     out = tmp_path / "review.html"
     done = subprocess.run(
         [sys.executable, "-m", "jobs.main", "review", "--config", str(config), "--since",
-         "2026-07-01", "--until", "2026-11-30", "--out", str(out)],
+         "2026-07-01", "--until", "2026-11-29", "--out", str(out)],
         capture_output=True, text=True, check=False, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
     page = out.read_text(encoding="utf-8")
+    with sqlite3.connect(ledger) as db:
+        window = "started_at >= '2026-07-01' AND started_at < '2026-11-30'"
+        failing = db.execute(f"SELECT count(*) FROM attempts WHERE {window} "
+                             "AND verdict IN ('fail', 'timeout', 'drift')").fetchone()[0]
+        ran = {date.fromisoformat(d) for (d,) in db.execute(
+            f"SELECT DISTINCT substr(started_at, 1, 10) FROM runs WHERE {window}")}
+        audits = db.execute("SELECT count(*) FROM audit_runs WHERE recorded_at >= '2026-07-01' "
+                            "AND recorded_at < '2026-11-30'").fetchone()[0]
     assert "One square per week" in page
-    # 20 repositories x 50 tasks: 200 rows open, the other 800 collapsed.
-    assert "<details><summary>800 more row(s)</summary>" in page
-    assert page.count("<article class=\"failure") == 100
-    assert "<details><summary>2000 older failing attempt(s)</summary>" in page
-    assert "older failing attempt(s) are not listed: narrow the window" in page
+    # 20 repositories x 50 tasks, each repository cloned on two machines: 20 groups, not 40.
+    assert page.count('<tr class="repo"') == 4  # the groups of the 200 open rows
+    assert '<option value="g19">' in page and '<option value="g20">' not in page
+    assert "<details><summary>800 more row(s), counts only</summary>" in page
+    assert page.count('<article class="failure') == 100
+    assert f"<details><summary>{failing - 100} older failing attempt(s)</summary>" in page
+    assert "still failing since" in page and ">new<" in page
     assert "the output file is on another machine (ci-box)" in page
-    assert "Audit runs (30)" in page
-    # Light: a few MB at most for a 20,000-attempt window.
-    assert out.stat().st_size < 4_000_000
+    # Every day of the window without a run is listed, and marked in the grid.
+    days = [date(2026, 7, 1) + timedelta(days=i) for i in range(152)]
+    missing = [d for d in days if d not in ran]
+    assert missing and len(re.findall(r'<tr class="norun">', page)) == len(missing)
+    for day in missing:
+        assert f"no run {day.isoformat()}" in page
+    assert f"{len(missing)} day(s) without a run" in page
+    assert f"Audit runs ({audits})" in page
+    # Light: under 5 MB whatever the window holds.
+    assert out.stat().st_size < 5_000_000

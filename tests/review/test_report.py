@@ -7,11 +7,8 @@ import re
 import sqlite3
 from pathlib import Path
 
-import pytest
-from review_helpers import HOSTILE_OUTPUT, ReviewWorld, world_fixture
+from review_helpers import HOSTILE_OUTPUT, ReviewWorld
 from verify_helpers import git
-
-world = pytest.fixture(scope="module")(world_fixture)
 
 
 def verdicts(world: ReviewWorld) -> dict[str, list[dict[str, object]]]:
@@ -34,8 +31,10 @@ def test_html_shows_timeline_failures_audits_and_escapes(world: ReviewWorld) -> 
     assert done.returncode == 0, done.stderr
     assert f"review written to {out}" in done.stderr
     page = out.read_text(encoding="utf-8")
-    # Self-contained: no script, no external reference of any kind.
-    assert "<script" not in page.lower()
+    # Self-contained: one script (the page's filters, allowed by its hash alone), no external
+    # reference of any kind.
+    assert page.lower().count("<script") == 1 and "<script>(function () {" in page
+    assert re.search(r"script-src 'sha256-[A-Za-z0-9+/]+=*'\"", page)
     assert not re.search(r"""(src|href)=["']?(https?:)?//(?!github\.com)""", page)
     assert "default-src 'none'" in page
     # The timeline: a row per repository and task, coloured cells for every verdict.
@@ -53,7 +52,8 @@ def test_html_shows_timeline_failures_audits_and_escapes(world: ReviewWorld) -> 
     assert "disk usage 97% over 90%" in failures
     assert "timed out after" in failures
     assert "no verdict commit in the ledger (edit restored)" in failures
-    hostile = next(a for a in world.attempts if a["recipe"] == "verify-hostile")
+    hostile = next(a for a in world.attempts
+                   if a["recipe"] == "verify-hostile" and a["commit_sha"])
     assert str(hostile["commit_sha"])[:12] in failures
     assert str(hostile["output_path"]) in failures
     # The audit: failing finding, charter, run directory, repositories.
@@ -118,26 +118,31 @@ def test_bad_options_are_one_line_and_exit_2(world: ReviewWorld) -> None:
 
 
 def test_links_to_github_and_enterprise(world: ReviewWorld, tmp_path: Path) -> None:
-    app_head = verdicts(world)["pass"][0]["commit_sha"]
+    app_head = next(a["commit_sha"] for a in verdicts(world)["pass"] if a["commit_sha"])
     git(world.app.root, "remote", "set-url", "origin", "https://github.com/acme/app.git")
     git(world.lib.root, "remote", "set-url", "origin", "git@ghe.example.com:acme/lib.git")
     try:
         done = world.review("--format", "html", env={"GITHUB_API_URL":
                                                      "https://ghe.example.com/api/v3"})
         assert done.returncode == 0, done.stderr
-        assert f"https://github.com/acme/app/commit/{app_head}" not in done.stdout  # pass: no
-        hostile = next(a for a in world.attempts if a["recipe"] == "verify-hostile")
+        # Passes are listed with their commits, linked like a failure's.
+        assert f"https://github.com/acme/app/commit/{app_head}" in done.stdout
+        hostile = next(a for a in world.attempts
+                       if a["recipe"] == "verify-hostile" and a["commit_sha"])
         assert f'href="https://github.com/acme/app/commit/{hostile["commit_sha"]}"' in done.stdout
         plain = world.review("--format", "html")
-        # Without GITHUB_API_URL the enterprise host is not GitHub: the sha alone.
-        assert "ghe.example.com" not in plain.stdout
+        # Without GITHUB_API_URL the enterprise host is not GitHub: the sha alone (the
+        # repository is still named by its remote's identity).
+        assert 'href="https://ghe.example.com' not in plain.stdout
+        assert "ghe.example.com/acme/lib" in plain.stdout
     finally:
         git(world.app.root, "remote", "set-url", "origin", str(world.app.bare))
         git(world.lib.root, "remote", "set-url", "origin", str(world.lib.bare))
 
 
 def test_output_elsewhere_is_said_not_dropped(world: ReviewWorld, tmp_path: Path) -> None:
-    hostile = next(a for a in world.attempts if a["recipe"] == "verify-hostile")
+    hostile = next(a for a in world.attempts
+                   if a["recipe"] == "verify-hostile" and a["output_path"])
     output = Path(str(hostile["output_path"]))
     kept = tmp_path / "kept.log"
     output.rename(kept)
@@ -166,7 +171,8 @@ def test_machine_column_when_the_ledger_has_one(world: ReviewWorld, tmp_path: Pa
     assert "Slow check" not in far.stdout
     near = world.review("--config", str(config), "--format", "markdown", "--machine",
                         "studio-mac")
-    assert "Slow check" in near.stdout and "TASK-2" not in near.stdout.split("## Audit")[0]
+    assert "Slow check" in near.stdout
+    assert "disk check" not in near.stdout  # the hostile task's title: all its rows are far away
     with sqlite3.connect(copy) as db:
         names = {r[1] for r in db.execute("PRAGMA index_list(attempts)")}
     assert {"ix_attempts_task_id", "ix_attempts_verdict", "ix_attempts_machine"} <= names
@@ -181,7 +187,8 @@ def test_filters_in_html_too(world: ReviewWorld) -> None:
     assert "Library check" not in page
     assert "repository <code>app</code> · task <code>TASK-3</code>" in page
     failures = page[page.index('id="failures"'):page.index('id="audits"')]
-    assert failures.count('<article class="failure') == 1 and "timed out after" in failures
+    # Today's timeout, and one two mornings ago (the earlier mornings' attempts).
+    assert failures.count('<article class="failure') == 2 and "timed out after" in failures
     by_machine = world.review("--machine", "no-such-machine")
     assert "No verify attempts in this window." in by_machine.stdout
     assert "No audit run recorded in this window." in by_machine.stdout
@@ -198,3 +205,32 @@ def test_a_ledger_that_cannot_be_opened_is_one_line_and_exit_3(tmp_path: Path) -
     assert done.returncode == 3, done.stderr
     assert done.stderr.startswith("loop-verify: cannot open the ledger ")
     assert "Traceback" not in done.stderr and not (tmp_path / "r.html").exists()
+
+
+def test_markdown_answers_the_morning_questions(world: ReviewWorld) -> None:
+    from datetime import timedelta
+
+    from review_helpers import NO_RUN_DAYS_AGO, SECOND
+
+    done = world.review("--format", "markdown")
+    assert done.returncode == 0, done.stderr
+    text = done.stdout
+    missing = (world.now - timedelta(days=NO_RUN_DAYS_AGO)).date().isoformat()
+    since = (world.now - timedelta(days=2)).date().isoformat()
+    # Did it run: the runs, each day without one in bold, counted in the summary.
+    assert "- did it run: " in text and "**1 day(s) without a run**" in text
+    assert f"| {missing} | **no run {missing}** |" in text
+    assert f"| exit 1 | {SECOND} | manual |" in text
+    # What failed, since when: the task's own summary in a fence.
+    assert f"still failing since {since} \\(3 mornings\\)" in text
+    assert "Summary, as the task carries it:" in text
+    # Why not checked: every kind with its reason.
+    for verdict, words in (("refused", "malformed verify-cmd"), ("skipped", "work tree not clean"),
+                           ("locked", "another loop-verify holds"), ("interrupted", "stop"),
+                           ("error", "cannot start just")):
+        line = next(ln for ln in text.splitlines() if ln.startswith(f"| {verdict} |")
+                    and words in ln)
+        assert line.count("|") == 6, line
+    # One group for both clones of app; the passes as a list per task.
+    assert "| app-clone |" not in text and "app-clone TASK" not in text
+    assert "## Passes (" in text and "- app TASK-10 — Clone-only check: 1 pass(es)" in text

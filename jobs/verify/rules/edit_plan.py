@@ -24,6 +24,7 @@ class EditPlan:
     after: bytes
     paths: list[str]          # repository-relative: the source, then the target when it moves
     message: str
+    note: str | None = None   # what a failure appends to the task's notes
 
     @property
     def moves(self) -> bool:
@@ -67,4 +68,5 @@ def plan(root: Path, task: eligibility.Classified, config: backlog.BacklogConfig
     if target != source:
         paths.append(str(target.relative_to(root)))
     return EditPlan(source, target, current, after, paths,
-                    verdicts.commit_message(task.task.id, outcome))
+                    verdicts.commit_message(task.task.id, outcome),
+                    verdicts.written_note(outcome, now))

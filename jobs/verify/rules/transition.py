@@ -80,6 +80,14 @@ def failure_summary(outcome: Outcome, at: datetime) -> str:
     return "\n".join(parts)
 
 
+def written_note(outcome: Outcome, at: datetime) -> str | None:
+    """The text a verdict appends to the task's notes (None for a pass): the summary as the
+    notes keep it, normalised and defanged, so the ledger can hold the task's own words."""
+    if outcome.verdict == PASS:
+        return None
+    return backlog_edit.normalize_note(failure_summary(outcome, at))
+
+
 def apply(data: bytes, outcome: Outcome, label: str, reopen_status: str,
           at: datetime) -> bytes:
     """The task file's new bytes for this verdict; only what the verdict must change."""
@@ -90,5 +98,5 @@ def apply(data: bytes, outcome: Outcome, label: str, reopen_status: str,
     else:
         data = backlog_edit.set_status(data, reopen_status)
         data = backlog_edit.add_label(data, FAILED_LABEL)
-        data = backlog_edit.append_notes(data, failure_summary(outcome, at))
+        data = backlog_edit.append_notes(data, written_note(outcome, at) or "")
     return backlog_edit.set_updated_date(data, at)

@@ -1,0 +1,1 @@
+"""The review as one self-contained HTML page: page.py lays it out."""
