@@ -30,11 +30,12 @@ def sha(n: int) -> str:
     return f"{n:040x}"
 
 
-def charter(*, grants: Iterable[str] = (), session: str | None = "mine") -> Charter:
+def charter(*, grants: Iterable[str] = (), session: str | None = "mine",
+            release_bots: Sequence[str] = ()) -> Charter:
     """A charter granting `release-please` for each `owner/name` of `grants`."""
     return Charter(path=Path("charter.md"), repo=GH, loop=1,
                    grants=tuple(Grant("release-please", g) for g in grants), session=session,
-                   sha256="0" * 64)
+                   sha256="0" * 64, release_bots=tuple(release_bots))
 
 
 def remote(refs: Mapping[str, str], *, url: str = "/srv/app.git", head: str | None = MAIN

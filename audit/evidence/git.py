@@ -78,9 +78,10 @@ def run_git_bytes(repo: Path | str | None, *args: str, timeout: float | None = N
 # ---------------------------------------------------------------------------------------------
 
 # Each commit: NUL, then sha, parents, subject and Claude-Session trailer values (RS-separated),
-# split by US. With `-z --name-only` git ends that header with NUL and lists the paths after it,
-# NUL-terminated; paths are never empty, so an empty field always marks the next header.
-HISTORY_FORMAT = ("%x00%H%x1f%P%x1f%s%x1f"
+# split by US. With `-z --raw` git ends that header with NUL and then lists what the commit
+# changes, each `:<old mode> <new mode> <old> <new> <status>` NUL `<path>` NUL; the next header
+# starts after an empty field.
+DETAILS_FORMAT = ("%x00%H%x1f%P%x1f%s%x1f"
                   "%(trailers:key=Claude-Session,valueonly,separator=%x1e)")
 
 
@@ -162,15 +163,25 @@ def ancestry_path(repo: Path | str, old: str, new: str) -> list[str]:
                                         f"{old}..{new}", "--")).split()
 
 
-def history_log(repo: Path | str, tips: list[str], exclude: list[str]) -> str:
-    """`git log` of every commit reachable from `tips` and not from `exclude`, children before
-    parents, each with its paths against every parent (a merge is printed once per parent) and
-    its Claude-Session trailers, in one process; revisions go through stdin so no list is too
-    long."""
+def rev_list(repo: Path | str, tips: list[str], exclude: list[str]) -> str:
+    """`git rev-list --parents` of every commit reachable from `tips` and not from `exclude`,
+    children before parents: one line per commit, its name then its parents'. Revisions go
+    through stdin so no list is too long. The walk reads objects unchecked: the caller checks
+    what it lists."""
     revs = "".join(f"{t}\n" for t in tips) + "".join(f"^{x}\n" for x in exclude)
-    return run_git(repo, *hardened_argv("log", "--stdin", "--topo-order", *HARDENED_LOG_OPTIONS,
-                                        "--diff-merges=separate", "--root", "--name-only", "-z",
-                                        f"--format={HISTORY_FORMAT}"), input_text=revs,
+    return run_git(repo, *hardened_argv("rev-list", "--stdin", "--topo-order", "--parents"),
+                   input_text=revs)
+
+
+def commit_details(repo: Path | str, shas: Sequence[str]) -> str:
+    """For each of these commits, in one `git log --no-walk`: its subject, its Claude-Session
+    trailers, and its raw change against every parent (a merge is printed once per parent),
+    with `-t`: the trees the diff went through, each as a line of its own (DETAILS_FORMAT)."""
+    return run_git(repo, *hardened_argv("log", "--stdin", "--no-walk=unsorted",
+                                        *HARDENED_LOG_OPTIONS, "--diff-merges=separate", "--root",
+                                        "--raw", "-t", "--no-abbrev", "-z",
+                                        f"--format={DETAILS_FORMAT}"),
+                   input_text="".join(f"{sha}\n" for sha in shas),
                    # Text that can always be written out: invalid UTF-8 becomes U+FFFD.
                    errors="replace")
 
@@ -212,35 +223,7 @@ GITLINK_MODE = "160000"
 # A symbolic link under backlog/ is no task edit either: a task file that is a link to
 # ~/.ssh/authorized_keys would be read (and its text written back) by whatever reads tasks.
 LINK_MODES = (GITLINK_MODE, "120000")
-
-
-def gitlink_changes(repo: Path | str, shas: list[str]) -> dict[str, tuple[str, ...]]:
-    """The submodule gitlinks and symbolic links each of these commits adds, changes or deletes
-    (against every parent), in one `git log --no-walk --raw`; commits that change none are
-    left out."""
-    if not shas:
-        return {}
-    out = run_git(repo, *hardened_argv("log", "--stdin", "--no-walk", *HARDENED_LOG_OPTIONS,
-                                       "--diff-merges=separate", "--root", "--raw", "-z",
-                                       "--format=%x01%H"),
-                  input_text="".join(f"{sha}\n" for sha in shas), errors="replace")
-    found: dict[str, list[str]] = {}
-    current, modes = "", None
-    # -z --raw: a header, then `:<old mode> <new mode> <old> <new> <status>` and its path,
-    # each NUL-terminated. A path may start with anything, so a token after a raw line is
-    # always its path.
-    for token in out.split("\0"):
-        if modes is not None:
-            if any(mode in modes for mode in LINK_MODES):
-                found.setdefault(current, []).append(token)
-            modes = None
-            continue
-        token = token.lstrip("\n")
-        if token.startswith("\x01"):
-            current = token[1:]
-        elif token.startswith(":"):
-            modes = token[1:].split(" ")[:2]
-    return {sha: tuple(dict.fromkeys(paths)) for sha, paths in found.items()}
+TREE_MODE = "040000"
 
 
 def is_tracked(repo: Path | str, path: Path | str) -> bool:

@@ -343,7 +343,14 @@ def release(tag: str, author: str = "release-please[bot]") -> dict[str, Any]:
 
 def release_please_lands(run: Run, tag: str = "v1.2.0") -> str:
     """What the bot does: a release commit on main, then a lightweight tag and a release, none
-    of it pushed by the run (so none of it logged)."""
+    of it pushed by the run (so none of it logged). The repository starts at its last release
+    (taken as the before-snapshot)."""
+    (run.clone / ".release-please-manifest.json").write_text('{".": "1.1.0"}\n')
+    (run.clone / "package.json").write_text('{"version": "1.1.0"}\n')
+    git(run.clone, "add", ".")
+    git(run.clone, "commit", "-q", "-m", "chore(main): release 1.1.0 (#11)")
+    git(run.clone, "push", "-q", "origin", "main")
+    run.before = run.snapshot()
     (run.clone / "CHANGELOG.md").write_text("## 1.2.0\n")
     (run.clone / ".release-please-manifest.json").write_text('{".": "1.2.0"}\n')
     (run.clone / "package.json").write_text('{"version": "1.2.0"}\n')
