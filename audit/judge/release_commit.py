@@ -25,6 +25,9 @@ TAGS = "refs/tags/"
 
 
 class ReleaseCommitJudge(JudgeBase):
+    # Refuse a version's numbers lowered (stricter than SPEC's words: audit.judge.release_content)
+    never_lower = True
+
     def _release_commit(self, commit: Commit, gh_repos: Sequence[str]
                         ) -> tuple[str, str] | None:
         """RELEASE_PLEASE, or why a commit shaped like a release is not one (naming the path or
@@ -32,7 +35,8 @@ class ReleaseCommitJudge(JudgeBase):
         if commit.subject is None or not is_release_subject(commit.subject):
             return None
         shaped = "is shaped like a release-please release, but"
-        content = release_content(commit, sorted(self._tags_on(commit.sha)))
+        content = release_content(commit, sorted(self._tags_on(commit.sha)),
+                                  never_lower=self.never_lower)
         if isinstance(content, Refused):
             return UNGRANTED, f"{shaped} {content.where}: {content.why}"
         granted = [g for g in gh_repos if grants_release_please(self.charter, g)]

@@ -14,8 +14,10 @@ Read where the contract leaves room (docs/audit.md "Release commits"):
   of `X` (`X-beta-SNAPSHOT` for a bump to `X-SNAPSHOT`), as release-please's Java strategies
   version a library's proto and grpc artifacts;
 * `X-SNAPSHOT` → `X` is a change to a version this release makes too;
-* a release never lowers a version: `memmap2 = "0.9.4"` rewritten to the release's `0.4.0` is
-  code (an older dependency) dressed as a version bump, and is refused.
+* a release never lowers a version's numbers: `memmap2 = "0.9.4"` rewritten to the release's
+  `0.4.0` is code (an older dependency) dressed as a version bump, and is refused. This is
+  stricter than the contract's words (`never_lower=False` judges by those alone); a pre-release
+  of the same numbers (`2.25.1` → `2.25.1rc0`) is not lowering.
 
 Plain functions of plain data: the evidence side gives the files' checked contents.
 """
@@ -44,7 +46,6 @@ VERSION = re.compile(
     r"(?P<suffix>(?:(?:a|b|rc|\.dev|\.post)\d+)*"
     r"(?:-[0-9A-Za-z]+(?:[.-][0-9A-Za-z]+)*)?(?:\+[0-9A-Za-z]+(?:[.-][0-9A-Za-z]+)*)?))"
     r"(?![0-9A-Za-z])")
-_PRE = re.compile(r"^(?:(?:a|b|rc|\.dev)\d+|-)")
 
 
 @dataclass(frozen=True)
@@ -62,7 +63,8 @@ class Refused:
     why: str
 
 
-def release_content(commit: Commit, tags: Sequence[str]) -> Release | Refused:
+def release_content(commit: Commit, tags: Sequence[str], *, never_lower: bool = True
+                    ) -> Release | Refused:
     """Judge a commit whose subject is shaped like a release by what it changes. `tags`: the
     names of the tags on it."""
     subject = commit.subject or ""
@@ -80,7 +82,7 @@ def release_content(commit: Commit, tags: Sequence[str]) -> Release | Refused:
         made = {*versions_in(match.group("rest")), *(v for t in tags for v in versions_in(t))}
     changed: list[str] = []
     for change in commit.changes:
-        refusal = _judge_file(change, made, changed)
+        refusal = _judge_file(change, made, changed, never_lower)
         if refusal is not None:
             return refusal
     subject_snapshot = any(v.endswith(SNAPSHOT) for v in versions_in(match.group("rest")))
@@ -118,7 +120,8 @@ def _manifest_versions(changes: Iterable[FileChange]) -> tuple[set[str], Refused
     return made, None
 
 
-def _judge_file(change: FileChange, made: set[str], changed: list[str]) -> Refused | None:
+def _judge_file(change: FileChange, made: set[str], changed: list[str], never_lower: bool
+                ) -> Refused | None:
     name = _name(change.path)
     if name in CHANGELOGS:
         if change.new_mode not in REGULAR_MODES or change.old_mode not in (None, *REGULAR_MODES):
@@ -142,13 +145,15 @@ def _judge_file(change: FileChange, made: set[str], changed: list[str]) -> Refus
     for number, (old, new) in enumerate(zip(old_lines, new_lines, strict=True), start=1):
         if old != new:
             why = _judge_line(old.decode("utf-8", "surrogateescape"),
-                              new.decode("utf-8", "surrogateescape"), made, changed)
+                              new.decode("utf-8", "surrogateescape"), made, changed,
+                              never_lower)
             if why is not None:
                 return Refused(f"{change.path} line {number}", why)
     return None
 
 
-def _judge_line(old: str, new: str, made: set[str], changed: list[str]) -> str | None:
+def _judge_line(old: str, new: str, made: set[str], changed: list[str], never_lower: bool
+                ) -> str | None:
     """Why this changed line is more than version strings changed to versions the release
     makes; None when it is no more."""
     olds, news = list(VERSION.finditer(old)), list(VERSION.finditer(new))
@@ -163,7 +168,7 @@ def _judge_line(old: str, new: str, made: set[str], changed: list[str]) -> str |
         if not _made_by(now, was, made):
             makes = ", ".join(sorted(made)) or "none found in its manifests, subject or tags"
             return f"{was} → {now}: not a version this release makes ({makes})"
-        if _lowers(was, now):
+        if never_lower and _lowers(was, now):
             return f"{was} → {now} lowers a version (a release only raises them)"
         changed.append(now)
     return None
@@ -183,17 +188,16 @@ def _made_by(now: str, was: str, made: set[str]) -> bool:
 
 
 def _lowers(was: str, now: str) -> bool:
-    """Does `now` come before `was` in version order (numbers first, then a pre-release before
-    its release)?"""
+    """Are `now`'s numbers lower than `was`'s (`1.4.1` after `2.7.0`)?"""
     a, b = VERSION.fullmatch(was), VERSION.fullmatch(now)
     if a is None or b is None:
         return False
-    return _key(b.group("core"), b.group("suffix")) < _key(a.group("core"), a.group("suffix"))
+    return _numbers(b.group("core")) < _numbers(a.group("core"))
 
 
-def _key(core: str, suffix: str) -> tuple[tuple[int, ...], int]:
+def _numbers(core: str) -> tuple[int, ...]:
     numbers = tuple(int(n) for n in core.split("."))
-    return numbers + (0,) * (4 - len(numbers)), 0 if _PRE.match(suffix) else 1
+    return numbers + (0,) * (4 - len(numbers))
 
 
 def _text(line: str, found: Sequence[re.Match[str]]) -> list[str]:
