@@ -93,8 +93,11 @@ def judged(before: Mapping[str, Any], after: Mapping[str, Any], hist: History,
 
 
 def by_key(findings: Sequence[Finding]) -> dict[tuple[str, str], str]:
-    """(ref or commit, kind) → verdict."""
-    return {(f.commit or f.ref, f.kind): f.verdict for f in findings}
+    """(ref or commit, kind) → verdict; a run of commits (a logged push's, which the judge
+    reports as one) by its newest and oldest."""
+    out = {(f.commit or f.ref, f.kind): f.verdict for f in findings}
+    out.update({(f.first, f.kind): f.verdict for f in findings if f.first is not None})
+    return out
 
 
 def moved_main(commits: Sequence[Commit], before: str, after: str,

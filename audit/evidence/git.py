@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from jobs.core.urls import scp_parts
@@ -186,12 +186,14 @@ def commit_details(repo: Path | str, shas: Sequence[str]) -> str:
                    errors="replace")
 
 
-def stored_objects(repo: Path | str, shas: Sequence[str]
+def stored_objects(repo: Path | str, shas: Sequence[str], keep: Callable[[str], bool] | None = None
                    ) -> dict[str, tuple[str, bytes] | None]:
     """Each object's type and content, in one `git cat-file --batch`; None for one the clone
     lacks or whose stored bytes do not hash to its name. git checks an object against its name
     where a walk starts, not where it follows a parent or a tree entry: an object file the run
-    rewrote in its clone would otherwise be read as the object it names."""
+    rewrote in its clone would otherwise be read as the object it names. `keep`, when given,
+    says which checked objects' contents to return (a range of 100,000 commits is checked
+    whole, but few of their bodies are read): the others map to (type, b"")."""
     wanted = list(dict.fromkeys(shas))
     if not wanted:
         return {}
@@ -199,21 +201,31 @@ def stored_objects(repo: Path | str, shas: Sequence[str]
                         input_text="".join(f"{sha}\n" for sha in wanted))
     found: dict[str, tuple[str, bytes] | None] = {}
     at = 0
+    index, rindex, sha1, sha256 = out.index, out.rindex, hashlib.sha1, hashlib.sha256
+    view = memoryview(out)
     try:
         for sha in wanted:
-            end = out.index(b"\n", at)
-            header = out[at:end].split(b" ")
-            at = end + 1
-            if len(header) != 3:
+            # `<name> <type> <size>` LF `<content>` LF, or `<name> missing` LF; the object's
+            # name is the hash of `<type> <size>` NUL `<content>`.
+            end = index(b"\n", at)
+            space = rindex(b" ", at, end)
+            kind_at = at + len(sha) + 1
+            if space < kind_at:
                 found[sha] = None  # `<name> missing`
+                at = end + 1
                 continue
-            size = int(header[2])
-            body = out[at:at + size]
-            at += size + 1
-            digest = (hashlib.sha256 if len(sha) == 64 else hashlib.sha1)(
-                header[1] + b" %d\0" % size + body).hexdigest()
-            found[sha] = ((header[1].decode("ascii", "replace"), body)
-                          if digest == sha and len(body) == size else None)
+            size = int(out[space + 1:end])
+            digest = (sha256 if len(sha) == 64 else sha1)(view[kind_at:end])
+            digest.update(b"\0")
+            digest.update(view[end + 1:end + 1 + size])
+            kind = out[kind_at:space].decode("ascii", "replace")
+            if digest.hexdigest() != sha or end + 1 + size > len(out):
+                found[sha] = None
+            elif keep is None or keep(sha):
+                found[sha] = (kind, out[end + 1:end + 1 + size])
+            else:
+                found[sha] = (kind, b"")
+            at = end + size + 2
     except ValueError:  # output cut short or garbled: nothing in it is vouched for
         return dict.fromkeys(wanted)
     return found

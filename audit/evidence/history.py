@@ -54,7 +54,7 @@ from audit.model import (
     History,
     PushEntry,
 )
-from audit.reach import entry_ancestry, new_bits, ranges_holding, reach_bits
+from audit.reach import entry_ancestry, new_bits, reach_bits
 from audit.refs import covering, default_branch, judged_branch
 from audit.releases import is_release_subject
 from jobs.core.urls import redact_text
@@ -230,7 +230,8 @@ def _read_branch(repo: str, w: _Work, types: Mapping[str, str | None],
     fast_forwards, rewrites = _entry_ancestry(repo, w.change.ref, usable, answers[:-1])
     mine = new_bits(i for i, e in enumerate(usable) if e.ref == w.change.ref)
     # What a logged push covers is judged by the log alone: only the others are read further.
-    uncovered = [c.sha for c in bare if not ranges_holding(reach.get(c.sha, 0), mine)]
+    uncovered = [sha for sha, _ in graph
+                 if not (bits := reach.get(sha, 0)) & ~(bits >> 1) & mine]  # ranges_holding
     commits, untrusted, untrusted_paths = read_commits(repo, bare, uncovered, after)
     return BranchHistory(fast_forward, commits, present, fast_forwards=fast_forwards,
                          rewrites=rewrites, reach=reach, reach_entries=usable,
@@ -251,8 +252,10 @@ def read_commits(repo: str, bare: Sequence[Commit], uncovered: Sequence[str], af
     wanted = {sha: details[sha] for sha in uncovered if sha in details}
     by_paths = {sha: d for sha, d in wanted.items() if _by_paths(d)}
     try:
+        bodies = {*by_paths, *(p for d in by_paths.values() for p in d.parents)}
         objects = stored_objects(repo, [c.sha for c in bare]
-                                 + [p for d in by_paths.values() for p in d.parents])
+                                 + [p for d in by_paths.values() for p in d.parents],
+                                 keep=bodies.__contains__)
         forged = forged_commit((c.sha for c in bare), objects)
         if forged is not None:
             return tuple(bare), forged, {}

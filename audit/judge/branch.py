@@ -142,11 +142,26 @@ class BranchJudge(ReleaseJudge):
         own = self.charter.session if self.charter is not None else None
         logged: dict[int, str] = {}
         verdicts: list[str] = []
-        verdict: str
-        reason: str
-        evidence: str | None
         add, commit_verdicts = self._add, self.commit_verdicts
         ref, before, after = change.ref, change.before, change.after
+        # Consecutive commits of one logged push are one finding (as the report would group
+        # them, docs/audit.md "Runs of commits"), made once rather than once per commit.
+        run: list[tuple[int, Commit]] = []
+        run_entry = -1
+
+        def flush() -> None:
+            if not run:
+                return
+            (order, newest), oldest = run[0], run[-1][1]
+            text = logged[run_entry]
+            finding = add(remote, ref, "commit", before, after, PUSH_LOGGED, text,
+                          commit=newest.sha, order=order,
+                          parent=oldest.parents[0] if oldest.parents else None, evidence=text)
+            if len(run) > 1:
+                finding.reason = f"{len(run)} commits {text}"
+                finding.count, finding.first, finding.last = len(run), oldest.sha, newest.sha
+            run.clear()
+
         for order, commit in enumerate(commits):
             reach = bits.get(commit.sha, 0)
             covered = reach & ~(reach >> 1) & this_ref  # ranges_holding, inline: per commit
@@ -154,21 +169,26 @@ class BranchJudge(ReleaseJudge):
                 # A logged push's commits are judged by the log alone: git was asked nothing
                 # more about them (no subject, no paths).
                 index = first_entry(covered)
-                text = logged.get(index)
-                if text is None:
+                if index not in logged:
                     entry = usable[index]
-                    text = logged[index] = (
-                        f"in logged push {short(entry.old)}..{short(entry.new)} "
-                        f"(push-log line {entry.line}, {entry.source})")
-                verdict, reason, evidence = PUSH_LOGGED, text, text
-            else:
-                verdict, reason, evidence = self._judge_commit(
-                    commit, bool(reach & any_entry), gh_repos, own)
+                    logged[index] = (f"in logged push {short(entry.old)}..{short(entry.new)} "
+                                     f"(push-log line {entry.line}, {entry.source})")
+                if index != run_entry:
+                    flush()
+                    run_entry = index
+                run.append((order, commit))
+                verdicts.append(PUSH_LOGGED)
+                commit_verdicts[commit.sha] = PUSH_LOGGED
+                continue
+            flush()
+            verdict, reason, evidence = self._judge_commit(
+                commit, bool(reach & any_entry), gh_repos, own)
             verdicts.append(verdict)
             commit_verdicts[commit.sha] = verdict
             add(remote, ref, "commit", before, after, verdict, reason, commit=commit.sha,
                 order=order, parent=commit.parents[0] if commit.parents else None,
                 evidence=evidence)
+        flush()
         return verdicts
 
     def _judge_commit(self, commit: Commit, under_logged_tip: bool, gh_repos: Sequence[str],

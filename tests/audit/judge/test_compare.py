@@ -62,7 +62,9 @@ def test_a_logged_push_passes_commit_by_commit(tmp_path: Path) -> None:
     branch = [f for f in findings if f.kind == "branch-moved"]
     assert len(branch) == 1 and branch[0].verdict == PUSH_LOGGED
     assert "fast-forward" in branch[0].reason
-    assert "push-log line 1" in next(f for f in findings if f.commit == a).reason
+    logged = next(f for f in findings if f.kind == "commit")  # one push: one run of commits
+    assert (logged.count, logged.first, logged.last) == (2, a, b)
+    assert "push-log line 1" in logged.reason
     assert verdicts(findings)[("HEAD", "ref-moved")] == PUSH_LOGGED
     assert exit_code(findings) == 0
 
@@ -151,8 +153,11 @@ def test_a_logged_push_covers_commits_its_merges_bring_in(tmp_path: Path) -> Non
     git(run.clone, "merge", "-q", "--no-ff", "--no-edit", "side")
     merge = rev(run.clone, "HEAD")
     run.push()
-    assert commit_verdicts(run.judge()) == {side: PUSH_LOGGED, mainline: PUSH_LOGGED,
-                                            merge: PUSH_LOGGED}
+    findings = run.judge()
+    # One logged push: its three commits are one finding (newest and oldest named, all counted).
+    logged = [f for f in findings if f.kind == "commit"]
+    assert [(f.verdict, f.count, f.last) for f in logged] == [(PUSH_LOGGED, 3, merge)]
+    assert logged[0].first in (side, mainline)
 
 
 def test_foreign_session_under_a_logged_push_and_own_session_unlogged(tmp_path: Path) -> None:
