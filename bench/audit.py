@@ -16,8 +16,9 @@ Scenarios (all timed as a whole `loop-pi-audit closeout` process, best of a few 
 The floor of mixed, passing and unlogged is what git alone needs for the same range (`git
 rev-list` + `git log --name-only`); for tags, `git ls-remote` + `git for-each-ref`. Peak memory
 is each process tree's maximum RSS (closeout with the git it starts; the floor's git). A counting
-`git` shim first on PATH counts the git processes closeout starts: they may grow with changed refs, never with commits or tags, so
-each scenario is also run at a tenth of its size and the counts compared.
+`git` shim first on PATH counts the git processes closeout starts: they may grow with changed
+refs, never with commits or tags, so each scenario is also run at a tenth of its size and the
+counts compared.
 
 Goals checked by `--check` (exit 1 when one is missed): 20,000 and 100,000 logged commits within
 1.5x their floor; 8,000 logged tags under 1 s; peak memory at 100,000 mixed commits within 1.5x
