@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class FindingVerdict(StrEnum):
@@ -85,15 +85,37 @@ class Finding:
 
 
 @dataclass(frozen=True)
-class Commit:
+class FileChange:
+    """One path a commit changes against one parent, as its checked trees say: each side's mode
+    (None where the path is absent) and, for a regular file of a commit shaped like a release,
+    its content (None when not read, or when the blob did not match its name)."""
+    path: str
+    old_mode: str | None
+    new_mode: str | None
+    old: bytes | None = None
+    new: bytes | None = None
+
+
+REGULAR_MODES = ("100644", "100755")
+
+
+class Commit(NamedTuple):
+    """One commit of a judged range. A tuple: a range holds up to hundreds of thousands.
+
+    Only `sha` and `parents` are read for a commit a push-log entry covers (its verdict rests on
+    the log alone); `subject` None says it was not read (or could not be parsed), and its
+    `paths` are then empty."""
     sha: str
     parents: tuple[str, ...]
-    subject: str | None  # None when git's record of it could not be parsed
-    sessions: tuple[str, ...]
-    paths: tuple[str, ...]
+    subject: str | None
+    sessions: tuple[str, ...] = ()
+    paths: tuple[str, ...] = ()
     # The paths among `paths` that are submodule gitlinks or symbolic links, which lead outside
-    # the folder they sit in (read only for commits that could otherwise be BACKLOG_ONLY).
+    # the folder they sit in.
     gitlinks: tuple[str, ...] = ()
+    # For a commit shaped like a release-please release: every path it changes against each
+    # parent, with the regular files' contents (None for any other commit).
+    changes: tuple[FileChange, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -209,6 +231,15 @@ class Charter:
     grants: tuple[Grant, ...]
     session: str | None
     sha256: str
+    # `release-bots:`: logins that count as release bots besides RELEASE_BOTS (an App or a
+    # machine user release-please runs as).
+    release_bots: tuple[str, ...] = ()
+
+
+def release_bots(charter: Charter | None) -> tuple[str, ...]:
+    """Who may publish a release-please release and upload its assets under this charter."""
+    extra = charter.release_bots if charter is not None else ()
+    return RELEASE_BOTS + tuple(b for b in extra if b not in RELEASE_BOTS)
 
 
 def grants_release_please(charter: Charter | None, github_repo: str | None) -> bool:

@@ -45,18 +45,19 @@ def first_entry(bits: int) -> int:
 def reach_bits(commits: Sequence[Commit], entries: Sequence[PushEntry]) -> dict[str, int]:
     """For each commit, its reach set: new_bit(i) when entry i's new tip reaches it, old_bit(i)
     when its old tip does. One pass over the graph, children before parents."""
-    bits: dict[str, int] = {c.sha: 0 for c in commits}
+    bits: dict[str, int] = dict.fromkeys((c.sha for c in commits), 0)
     for i, e in enumerate(entries):
         if e.new in bits:
             bits[e.new] |= new_bit(i)
         if e.old in bits:
             bits[e.old] |= old_bit(i)
-    parents = {c.sha: [p for p in c.parents if p in bits] for c in commits}
-    for sha in children_first(commits):
-        value = bits[sha]
+    order = commits if is_children_first(commits) else _kahn(commits)
+    for c in order:
+        value = bits[c.sha]
         if value:
-            for p in parents[sha]:
-                bits[p] |= value
+            for p in c.parents:
+                if p in bits:
+                    bits[p] |= value
     return bits
 
 
@@ -90,28 +91,33 @@ def entry_ancestry(commits: Sequence[Commit], entries: Sequence[PushEntry],
     return answers
 
 
-def children_first(commits: Sequence[Commit]) -> list[str]:
-    """A topological order of the graph (every commit before its parents): the given order when
-    it already is one (git's `--topo-order`, checked in one pass), else Kahn's."""
-    position = {c.sha: i for i, c in enumerate(commits)}
-    if all(position.get(p, len(commits)) > i
-           for i, c in enumerate(commits) for p in c.parents):
-        return [c.sha for c in commits]
-    shas = {c.sha for c in commits}
-    waiting = dict.fromkeys(shas, 0)
+def is_children_first(commits: Sequence[Commit]) -> bool:
+    """Is every commit listed before its parents (git's `--topo-order`)? One pass."""
+    seen: set[str] = set()
+    add = seen.add
     for c in commits:
         for p in c.parents:
-            if p in shas:
+            if p in seen:
+                return False
+        add(c.sha)
+    return True
+
+
+def _kahn(commits: Sequence[Commit]) -> list[Commit]:
+    by_sha = {c.sha: c for c in commits}
+    waiting = dict.fromkeys(by_sha, 0)
+    for c in commits:
+        for p in c.parents:
+            if p in by_sha:
                 waiting[p] += 1
-    parents = {c.sha: c.parents for c in commits}
-    ready = [c.sha for c in commits if waiting[c.sha] == 0]
-    order: list[str] = []
+    ready = [c for c in commits if waiting[c.sha] == 0]
+    order: list[Commit] = []
     while ready:
-        sha = ready.pop()
-        order.append(sha)
-        for p in parents[sha]:
-            if p in shas:
+        c = ready.pop()
+        order.append(c)
+        for p in c.parents:
+            if p in by_sha:
                 waiting[p] -= 1
                 if waiting[p] == 0:
-                    ready.append(p)
+                    ready.append(by_sha[p])
     return order

@@ -1,34 +1,17 @@
-"""What a release-please release commit looks like: its subject and the files it may change.
+"""What a release-please release commit's subject looks like (SPEC Part 2, rule 1).
 
-Plain functions of plain data, shared by the evidence side (which reads more of a commit shaped
-like a release) and the judge.
+Shared by the evidence side, which reads the files of a commit so shaped (their contents, in one
+`cat-file --batch`), and the judge, which decides from those contents whether it is a release.
 """
 
 from __future__ import annotations
 
 import re
 
-RELEASE_MANIFEST = ".release-please-manifest.json"
-CHANGELOG = "CHANGELOG.md"
-VERSION_FILES = frozenset({
-    "package.json", "package-lock.json", "pyproject.toml", "setup.py", "setup.cfg",
-    "Cargo.toml", "Cargo.lock", "version.txt", "version.py", "_version.py",
-})
-_RELEASE_SUBJECT = re.compile(
-    r"^chore(?:\((?P<scope>[^()\s]+)\))?: release "
-    r"(?:(?P<component>[A-Za-z0-9@][A-Za-z0-9@/._-]*) )?"
-    r"v?\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.+-]+)?"
-    r"(?: \(#\d+\))?$")
+# `chore(<scope>): release …` or `chore: release …`: anything after `release` (a version in any
+# pre-release form, a component and its version, a group name such as `main`).
+RELEASE_SUBJECT = re.compile(r"^chore(?:\((?P<scope>[^()]*)\))?: release (?P<rest>\S.*)$")
 
 
-def is_release_subject(subject: str, branch: str) -> bool:
-    match = _RELEASE_SUBJECT.match(subject)
-    if match is None:
-        return False
-    scope = match.group("scope")
-    return scope is None or scope == branch
-
-
-def is_release_path(path: str) -> bool:
-    name = path.rsplit("/", 1)[-1]
-    return path == RELEASE_MANIFEST or name == CHANGELOG or name in VERSION_FILES
+def is_release_subject(subject: str) -> bool:
+    return RELEASE_SUBJECT.match(subject) is not None

@@ -21,10 +21,13 @@ def group_commits(findings: Sequence[Finding]) -> list[Finding]:
         if len(run) == 1:
             out.append(run[0])
         elif run:
+            # A finding may stand for a run already (the judge groups a logged push's commits).
             newest, oldest = run[0], run[-1]
-            out.append(replace(newest, reason=f"{len(run)} commits {newest.evidence}",
-                               parent=oldest.parent, count=len(run), first=oldest.commit,
-                               last=newest.commit))
+            count = sum(f.count for f in run)
+            out.append(replace(newest, reason=f"{count} commits {newest.evidence}",
+                               parent=oldest.parent, count=count,
+                               first=oldest.first or oldest.commit,
+                               last=newest.last or newest.commit))
         run.clear()
 
     for f in findings:

@@ -3,23 +3,26 @@
 Scenarios (all timed as a whole `loop-pi-audit closeout` process, best of a few runs):
 
 * unlogged: the default branch gains N commits none of which the push log saw (every one fails);
-* logged:   the default branch gains N commits -- most in logged pushes, some backlog-only, some
-  another session's work under a logged push, five a push the log never saw -- while 200 other
-  branches move (150 logged, 50 not);
-* passing:  as logged, with the five commits at main's tip logged too: main passes, so every
-  one of its commits is also checked against its name (a failing branch is not; printed,
-  not a goal);
+* logged:   the default branch gains N commits, every one in a logged push, while 200 other
+  branches move (150 logged, 50 not): what a range a log entry covers costs. Its floor is the
+  least a closeout that checks its objects must read: `git rev-list before..after | git cat-file
+  --batch` plus `git ls-remote`;
+* mixed:    as logged, but only most commits in logged pushes: some backlog-only, some another
+  session's work under a logged push, five a push the log never saw (their paths, trailers and
+  trees are read too);
+* passing:  as mixed, with the five commits at main's tip logged too: main passes;
 * tags:     N tags are added on the remote (and locally), every one logged.
 
-The floor is what git alone needs for the same range (`git rev-list` + `git log --name-only`;
-for tags, `git ls-remote` + `git for-each-ref`). Peak memory is each process tree's maximum RSS
-(closeout with the git it starts; the floor's git). A counting `git` shim first on PATH counts the
-git processes closeout starts: they may grow with changed refs, never with commits or tags, so
-each scenario is also run at a tenth of its size and the counts compared.
+The floor of mixed, passing and unlogged is what git alone needs for the same range (`git
+rev-list` + `git log --name-only`); for tags, `git ls-remote` + `git for-each-ref`. Peak memory
+is each process tree's maximum RSS (closeout with the git it starts; the floor's git). A counting
+`git` shim first on PATH counts the git processes closeout starts: they may grow with changed
+refs, never with commits or tags, so each scenario is also run at a tenth of its size and the
+counts compared.
 
-Goals checked by `--check` (exit 1 when one is missed): 20,000 logged commits within 2x the
-floor; 8,000 logged tags under 1 s; peak memory at 100,000 logged commits within 1.5x the
-floor's; git process counts equal at both sizes of every scenario. (The issue also compares
+Goals checked by `--check` (exit 1 when one is missed): 20,000 and 100,000 logged commits within
+1.5x their floor; 8,000 logged tags under 1 s; peak memory at 100,000 mixed commits within 1.5x
+the floor's; git process counts equal at both sizes of every scenario. (The issue also compares
 1,000 unlogged commits against the public loop-pi-audit script; that script is not available
 here, so that row prints its ratio to the git floor only.)
 
@@ -78,17 +81,18 @@ def arm(clone: Path, work: Path) -> Path:
         raise SystemExit(f"begin failed: {done.stderr.decode()}")
     return run_dir
 
-def kind_of_chunk(i: int) -> str:
-    """Every tenth chunk another session's (foreign), every tenth backlog-only; the rest logged."""
-    return {3: "foreign", 7: "backlog"}.get(i % 10, "logged")
+def kind_of_chunk(i: int, every: bool = False) -> str:
+    """Every tenth chunk another session's (foreign), every tenth backlog-only; the rest logged
+    (`every`: all logged)."""
+    return "logged" if every else {3: "foreign", 7: "backlog"}.get(i % 10, "logged")
 
 
-def fast_import_stream(base: str, n: int) -> bytes:
+def fast_import_stream(base: str, n: int, every: bool = False) -> bytes:
     out: list[bytes] = [b"reset refs/heads/main\nfrom " + base.encode() + b"\n\n"]
     for k in range(n):
         chunk = k // CHUNK
-        tail = k >= n - UNGRANTED_TAIL
-        kind = "ungranted" if tail else kind_of_chunk(chunk)
+        tail = k >= n - UNGRANTED_TAIL and not every
+        kind = "ungranted" if tail else kind_of_chunk(chunk, every)
         msg = f"{kind} change {k}\n"
         if kind == "foreign":
             msg += "\nClaude-Session: other-session\n"
@@ -105,10 +109,11 @@ def fast_import_stream(base: str, n: int) -> bytes:
     return b"".join(out)
 
 
-def build(work: Path, n: int, logged: bool = True,
-          tail_logged: bool = False) -> tuple[Path, Path, str, str]:
+def build(work: Path, n: int, logged: bool = True, tail_logged: bool = False,
+          every: bool = False) -> tuple[Path, Path, str, str]:
     """The repository, its run directory, and main before and after the run. `tail_logged`:
-    the last commits are logged too, so that main passes (and pays for the object check)."""
+    the last commits are logged too, so that main passes; `every`: every commit of main is in a
+    logged push."""
     bare = work / "remote.git"
     clone = work / "clone"
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)],
@@ -126,7 +131,7 @@ def build(work: Path, n: int, logged: bool = True,
 
     marks = work / "marks"
     git(clone, "fast-import", "--quiet", f"--export-marks={marks}",
-        input=fast_import_stream(base, n))
+        input=fast_import_stream(base, n, every))
     sha_of = {}
     for line in marks.read_text().splitlines():
         mark, sha = line.split()
@@ -136,12 +141,13 @@ def build(work: Path, n: int, logged: bool = True,
     # each starting where the remote then stood (so foreign and backlog chunks are gaps).
     entries: list[dict[str, str]] = []
     stood = base
-    for chunk in range((n - UNGRANTED_TAIL + CHUNK - 1) // CHUNK):
-        last = min((chunk + 1) * CHUNK, n - UNGRANTED_TAIL)
-        if logged and kind_of_chunk(chunk) == "logged":
+    tail = 0 if every else UNGRANTED_TAIL
+    for chunk in range((n - tail + CHUNK - 1) // CHUNK):
+        last = min((chunk + 1) * CHUNK, n - tail)
+        if logged and kind_of_chunk(chunk, every) == "logged":
             entries.append(entry(clone, "refs/heads/main", stood, sha_of[last]))
         stood = sha_of[last]
-    if tail_logged:
+    if tail_logged and not every:
         entries.append(entry(clone, "refs/heads/main", stood, after))
     moves = []
     for i in range(OTHER_REFS if logged else 0):
@@ -231,6 +237,11 @@ def bench(scenario: str, n: int, runs: int = 3) -> dict[str, float | int | str]:
             clone, run_dir, before, after = build_tags(work, n)
             floor_sh = (f'git -C "{clone}" ls-remote origin >/dev/null && '
                         f'git -C "{clone}" for-each-ref refs/tags >/dev/null')
+        elif scenario == "logged":
+            clone, run_dir, before, after = build(work, n, every=True)
+            floor_sh = (f'git -C "{clone}" rev-list {after} ^{before} | '
+                        f'git -C "{clone}" cat-file --batch >/dev/null && '
+                        f'git -C "{clone}" ls-remote origin >/dev/null')
         else:
             clone, run_dir, before, after = build(work, n, logged=scenario != "unlogged",
                                                   tail_logged=scenario == "passing")
@@ -267,8 +278,8 @@ def bench(scenario: str, n: int, runs: int = 3) -> dict[str, float | int | str]:
                 "verdicts": ", ".join(f"{v} {k}" for k, v in sorted(verdicts.items()))}
 
 
-SCENARIOS = (("unlogged", 1_000), ("logged", 20_000), ("passing", 20_000), ("logged", 100_000),
-             ("tags", 8_000))
+SCENARIOS = (("unlogged", 1_000), ("logged", 20_000), ("logged", 100_000), ("mixed", 20_000),
+             ("passing", 20_000), ("mixed", 100_000), ("tags", 8_000))
 
 
 def main(argv: list[str]) -> int:
@@ -297,24 +308,25 @@ def main(argv: list[str]) -> int:
         goals.append((f"git processes, {kind}: {r['git_processes']} at {r['n']}, "
                       f"{big['git_processes']} at {big['n']} (must not grow)",
                       r["git_processes"] == big["git_processes"]))
-    logged = by[("logged", 20_000 // scale)]
-    goals.append((f"20,000 logged commits: {logged['cpu_ratio']:.2f}x the git floor in CPU "
-                  f"time, {logged['ratio']:.2f}x in wall time (goal <= 2x)",
-                  float(logged["cpu_ratio"]) <= 2.0))
+    for n in (20_000, 100_000):
+        logged = by[("logged", n // scale)]
+        goals.append((f"{n:,} logged commits: {logged['cpu_ratio']:.2f}x their floor (rev-list | "
+                      f"cat-file --batch, ls-remote) in CPU time, {logged['ratio']:.2f}x in wall "
+                      "time (goal <= 1.5x)", float(logged["cpu_ratio"]) <= 1.5))
     tags = by[("tags", 8_000 // scale)]
     goals.append((f"8,000 logged tags: {tags['closeout_cpu']:.2f}s CPU, "
                   f"{tags['closeout_s']:.2f}s wall (goal < 1 s)",
                   float(tags["closeout_cpu"]) < 1.0))
-    huge = by[("logged", 100_000 // scale)]
+    huge = by[("mixed", 100_000 // scale)]
     mem = int(huge["closeout_kib"]) / max(1, int(huge["floor_kib"]))
-    goals.append((f"peak memory at 100,000 logged commits: {mem:.2f}x the floor's "
+    goals.append((f"peak memory at 100,000 mixed commits: {mem:.2f}x the floor's "
                   "(goal <= 1.5x)", mem <= 1.5))
     print("1,000 unlogged commits: compared with the git floor only (the public loop-pi-audit "
           "script is not available here)")
-    passing = by[("passing", 20_000 // scale)]
-    print(f"20,000 logged commits on a main that passes: {passing['cpu_ratio']:.2f}x the git "
-          f"floor in CPU time, {passing['ratio']:.2f}x in wall time (its commits are also "
-          "checked against their names; shown, not a goal)")
+    for kind, n in (("mixed", 20_000), ("passing", 20_000), ("mixed", 100_000)):
+        r = by[(kind, n // scale)]
+        print(f"{n:,} {kind} commits: {r['cpu_ratio']:.2f}x their floor (rev-list, log "
+              f"--name-only) in CPU time, {r['ratio']:.2f}x in wall time (shown, not a goal)")
     for text, ok in goals:
         print(f"{'ok  ' if ok else 'MISS'} {text}")
     if check and not quick:

@@ -30,11 +30,12 @@ def sha(n: int) -> str:
     return f"{n:040x}"
 
 
-def charter(*, grants: Iterable[str] = (), session: str | None = "mine") -> Charter:
+def charter(*, grants: Iterable[str] = (), session: str | None = "mine",
+            release_bots: Sequence[str] = ()) -> Charter:
     """A charter granting `release-please` for each `owner/name` of `grants`."""
     return Charter(path=Path("charter.md"), repo=GH, loop=1,
                    grants=tuple(Grant("release-please", g) for g in grants), session=session,
-                   sha256="0" * 64)
+                   sha256="0" * 64, release_bots=tuple(release_bots))
 
 
 def remote(refs: Mapping[str, str], *, url: str = "/srv/app.git", head: str | None = MAIN
@@ -92,8 +93,11 @@ def judged(before: Mapping[str, Any], after: Mapping[str, Any], hist: History,
 
 
 def by_key(findings: Sequence[Finding]) -> dict[tuple[str, str], str]:
-    """(ref or commit, kind) → verdict."""
-    return {(f.commit or f.ref, f.kind): f.verdict for f in findings}
+    """(ref or commit, kind) → verdict; a run of commits (a logged push's, which the judge
+    reports as one) by its newest and oldest."""
+    out = {(f.commit or f.ref, f.kind): f.verdict for f in findings}
+    out.update({(f.first, f.kind): f.verdict for f in findings if f.first is not None})
+    return out
 
 
 def moved_main(commits: Sequence[Commit], before: str, after: str,

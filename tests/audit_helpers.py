@@ -233,14 +233,20 @@ def other_clone(run: Run, name: str = "other") -> Path:
 
 
 def verdicts(findings: list[Finding]) -> dict[tuple[str, str], str]:
-    """(ref or commit, kind) → verdict, for assertions that read like the report."""
+    """(ref or commit, kind) → verdict, for assertions that read like the report; a run of
+    commits (a logged push's, which the judge reports as one) by its newest and oldest."""
     out: dict[tuple[str, str], str] = {}
     for f in findings:
         out[(f.commit or f.ref, f.kind)] = f.verdict
+        if f.first is not None:
+            out[(f.first, f.kind)] = f.verdict
     return out
 
 
 def commit_verdicts(findings: list[Finding]) -> dict[str, str]:
-    return {f.commit: f.verdict for f in findings if f.commit is not None}
+    """commit → verdict; a run of commits by its newest and oldest."""
+    out = {f.commit: f.verdict for f in findings if f.commit is not None}
+    out.update({f.first: f.verdict for f in findings if f.first is not None})
+    return out
 
 

@@ -18,6 +18,8 @@ _KEY = re.compile(r"^\s*(?:[-*+]\s+)?(?:\*\*|__)?(?P<key>[A-Za-z][A-Za-z0-9_-]*)
                   r"(?P<colon>:(?:\*\*|__)?|(?:\*\*|__):)\s*(?P<value>.*?)\s*$")
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _OWNER_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]*)/[A-Za-z0-9._-]+$")
+# A GitHub login: a user's or machine user's, or an App's bot account (`name[bot]`).
+_LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]*)(?:\[bot\])?$")
 
 
 def charter_sha256(path: Path) -> str:
@@ -50,13 +52,14 @@ def load_charter(path: Path) -> Charter:
         raise InputError(path, "loop number too long", line=1) from None
     grants: list[Grant] = []
     session: str | None = None
+    bots: list[str] = []
     seen: dict[str, int] = {}
     for number, line in enumerate(lines[1:], start=2):
         match = _KEY.match(line)
         if match is None:
             continue
         key = match.group("key").lower()
-        if key not in ("authority", "session"):
+        if key not in ("authority", "session", "release-bots"):
             continue
         if key in seen:
             # Two authority lines would leave a reader unsure which one the run was held to.
@@ -66,13 +69,16 @@ def load_charter(path: Path) -> Charter:
         value = match.group("value")
         if key == "authority":
             grants = _parse_authority(path, number, value)
+        elif key == "release-bots":
+            bots = _parse_logins(path, number, value)
         else:
             if not value or any(ch.isspace() for ch in value):
                 raise InputError(path, f"`session:` must be one word, got {value!r}",
                                  line=number)
             session = value
     return Charter(path=Path(path), repo=title.group("repo"), loop=loop,
-                   grants=tuple(grants), session=session, sha256=hashlib.sha256(data).hexdigest())
+                   grants=tuple(grants), session=session, sha256=hashlib.sha256(data).hexdigest(),
+                   release_bots=tuple(bots))
 
 
 def _parse_authority(path: Path, number: int, value: str) -> list[Grant]:
@@ -92,6 +98,20 @@ def _parse_authority(path: Path, number: int, value: str) -> list[Grant]:
                              f"expected `{kind} <owner/name>`", line=number)
         grants.append(Grant(kind=kind, repo=words[1]))
     return grants
+
+
+def _parse_logins(path: Path, number: int, value: str) -> list[str]:
+    """`release-bots:`, comma-separated GitHub logins (an App's bot account or a machine user)."""
+    logins: list[str] = []
+    for item in value.split(","):
+        login = item.strip()
+        if not _LOGIN.match(login):
+            raise InputError(path, f"malformed login {login!r} in `release-bots:` (expected "
+                             "GitHub logins such as `my-release-app[bot]`, comma-separated)",
+                             line=number)
+        if login not in logins:
+            logins.append(login)
+    return logins
 
 
 def _read_bytes(path: Path) -> bytes:

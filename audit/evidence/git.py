@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from jobs.core.urls import scp_parts
@@ -78,9 +78,10 @@ def run_git_bytes(repo: Path | str | None, *args: str, timeout: float | None = N
 # ---------------------------------------------------------------------------------------------
 
 # Each commit: NUL, then sha, parents, subject and Claude-Session trailer values (RS-separated),
-# split by US. With `-z --name-only` git ends that header with NUL and lists the paths after it,
-# NUL-terminated; paths are never empty, so an empty field always marks the next header.
-HISTORY_FORMAT = ("%x00%H%x1f%P%x1f%s%x1f"
+# split by US. With `-z --raw` git ends that header with NUL and then lists what the commit
+# changes, each `:<old mode> <new mode> <old> <new> <status>` NUL `<path>` NUL; the next header
+# starts after an empty field.
+DETAILS_FORMAT = ("%x00%H%x1f%P%x1f%s%x1f"
                   "%(trailers:key=Claude-Session,valueonly,separator=%x1e)")
 
 
@@ -162,25 +163,37 @@ def ancestry_path(repo: Path | str, old: str, new: str) -> list[str]:
                                         f"{old}..{new}", "--")).split()
 
 
-def history_log(repo: Path | str, tips: list[str], exclude: list[str]) -> str:
-    """`git log` of every commit reachable from `tips` and not from `exclude`, children before
-    parents, each with its paths against every parent (a merge is printed once per parent) and
-    its Claude-Session trailers, in one process; revisions go through stdin so no list is too
-    long."""
+def rev_list(repo: Path | str, tips: list[str], exclude: list[str]) -> str:
+    """`git rev-list --parents` of every commit reachable from `tips` and not from `exclude`,
+    children before parents: one line per commit, its name then its parents'. Revisions go
+    through stdin so no list is too long. The walk reads objects unchecked: the caller checks
+    what it lists."""
     revs = "".join(f"{t}\n" for t in tips) + "".join(f"^{x}\n" for x in exclude)
-    return run_git(repo, *hardened_argv("log", "--stdin", "--topo-order", *HARDENED_LOG_OPTIONS,
-                                        "--diff-merges=separate", "--root", "--name-only", "-z",
-                                        f"--format={HISTORY_FORMAT}"), input_text=revs,
+    return run_git(repo, *hardened_argv("rev-list", "--stdin", "--topo-order", "--parents"),
+                   input_text=revs)
+
+
+def commit_details(repo: Path | str, shas: Sequence[str]) -> str:
+    """For each of these commits, in one `git log --no-walk`: its subject, its Claude-Session
+    trailers, and its raw change against every parent (a merge is printed once per parent),
+    with `-t`: the trees the diff went through, each as a line of its own (DETAILS_FORMAT)."""
+    return run_git(repo, *hardened_argv("log", "--stdin", "--no-walk=unsorted",
+                                        *HARDENED_LOG_OPTIONS, "--diff-merges=separate", "--root",
+                                        "--raw", "-t", "--no-abbrev", "-z",
+                                        f"--format={DETAILS_FORMAT}"),
+                   input_text="".join(f"{sha}\n" for sha in shas),
                    # Text that can always be written out: invalid UTF-8 becomes U+FFFD.
                    errors="replace")
 
 
-def stored_objects(repo: Path | str, shas: Sequence[str]
+def stored_objects(repo: Path | str, shas: Sequence[str], keep: Callable[[str], bool] | None = None
                    ) -> dict[str, tuple[str, bytes] | None]:
     """Each object's type and content, in one `git cat-file --batch`; None for one the clone
     lacks or whose stored bytes do not hash to its name. git checks an object against its name
     where a walk starts, not where it follows a parent or a tree entry: an object file the run
-    rewrote in its clone would otherwise be read as the object it names."""
+    rewrote in its clone would otherwise be read as the object it names. `keep`, when given,
+    says which checked objects' contents to return (a range of 100,000 commits is checked
+    whole, but few of their bodies are read): the others map to (type, b"")."""
     wanted = list(dict.fromkeys(shas))
     if not wanted:
         return {}
@@ -188,21 +201,31 @@ def stored_objects(repo: Path | str, shas: Sequence[str]
                         input_text="".join(f"{sha}\n" for sha in wanted))
     found: dict[str, tuple[str, bytes] | None] = {}
     at = 0
+    index, rindex, sha1, sha256 = out.index, out.rindex, hashlib.sha1, hashlib.sha256
+    view = memoryview(out)
     try:
         for sha in wanted:
-            end = out.index(b"\n", at)
-            header = out[at:end].split(b" ")
-            at = end + 1
-            if len(header) != 3:
+            # `<name> <type> <size>` LF `<content>` LF, or `<name> missing` LF; the object's
+            # name is the hash of `<type> <size>` NUL `<content>`.
+            end = index(b"\n", at)
+            space = rindex(b" ", at, end)
+            kind_at = at + len(sha) + 1
+            if space < kind_at:
                 found[sha] = None  # `<name> missing`
+                at = end + 1
                 continue
-            size = int(header[2])
-            body = out[at:at + size]
-            at += size + 1
-            digest = (hashlib.sha256 if len(sha) == 64 else hashlib.sha1)(
-                header[1] + b" %d\0" % size + body).hexdigest()
-            found[sha] = ((header[1].decode("ascii", "replace"), body)
-                          if digest == sha and len(body) == size else None)
+            size = int(out[space + 1:end])
+            digest = (sha256 if len(sha) == 64 else sha1)(view[kind_at:end])
+            digest.update(b"\0")
+            digest.update(view[end + 1:end + 1 + size])
+            kind = out[kind_at:space].decode("ascii", "replace")
+            if digest.hexdigest() != sha or end + 1 + size > len(out):
+                found[sha] = None
+            elif keep is None or keep(sha):
+                found[sha] = (kind, out[end + 1:end + 1 + size])
+            else:
+                found[sha] = (kind, b"")
+            at = end + size + 2
     except ValueError:  # output cut short or garbled: nothing in it is vouched for
         return dict.fromkeys(wanted)
     return found
@@ -212,35 +235,7 @@ GITLINK_MODE = "160000"
 # A symbolic link under backlog/ is no task edit either: a task file that is a link to
 # ~/.ssh/authorized_keys would be read (and its text written back) by whatever reads tasks.
 LINK_MODES = (GITLINK_MODE, "120000")
-
-
-def gitlink_changes(repo: Path | str, shas: list[str]) -> dict[str, tuple[str, ...]]:
-    """The submodule gitlinks and symbolic links each of these commits adds, changes or deletes
-    (against every parent), in one `git log --no-walk --raw`; commits that change none are
-    left out."""
-    if not shas:
-        return {}
-    out = run_git(repo, *hardened_argv("log", "--stdin", "--no-walk", *HARDENED_LOG_OPTIONS,
-                                       "--diff-merges=separate", "--root", "--raw", "-z",
-                                       "--format=%x01%H"),
-                  input_text="".join(f"{sha}\n" for sha in shas), errors="replace")
-    found: dict[str, list[str]] = {}
-    current, modes = "", None
-    # -z --raw: a header, then `:<old mode> <new mode> <old> <new> <status>` and its path,
-    # each NUL-terminated. A path may start with anything, so a token after a raw line is
-    # always its path.
-    for token in out.split("\0"):
-        if modes is not None:
-            if any(mode in modes for mode in LINK_MODES):
-                found.setdefault(current, []).append(token)
-            modes = None
-            continue
-        token = token.lstrip("\n")
-        if token.startswith("\x01"):
-            current = token[1:]
-        elif token.startswith(":"):
-            modes = token[1:].split(" ")[:2]
-    return {sha: tuple(dict.fromkeys(paths)) for sha, paths in found.items()}
+TREE_MODE = "040000"
 
 
 def is_tracked(repo: Path | str, path: Path | str) -> bool:

@@ -18,27 +18,45 @@ worked out in Python (`audit.reach.reach_bits`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from functools import partial
+from dataclasses import dataclass, field
 from typing import Any
 
+from audit.evidence.commits import (
+    Details,
+    blobs_wanted,
+    commit_parents,
+    file_changes,
+    forged_commit,
+    parse_details,
+    parse_graph,
+    roots,
+    trees_problem,
+)
 from audit.evidence.git import (
     absolute_url,
     ancestry_path,
+    commit_details,
     fetch_for_audit,
-    gitlink_changes,
-    history_log,
     is_shallow,
     object_types,
+    rev_list,
     stored_objects,
 )
 from audit.evidence.pushlog import same_repo
 from audit.evidence.snapshot import read_remote_config
-from audit.evidence.trees import commit_parents, recheck_paths
-from audit.model import BACKLOG_DIR, ZERO, BranchHistory, Change, Commit, History, PushEntry
-from audit.reach import entry_ancestry, new_bits, ranges_holding, reach_bits
+from audit.model import (
+    BACKLOG_DIR,
+    ZERO,
+    BranchHistory,
+    Change,
+    Commit,
+    FileChange,
+    History,
+    PushEntry,
+)
+from audit.reach import entry_ancestry, new_bits, reach_bits
 from audit.refs import covering, default_branch, judged_branch
-from audit.releases import is_release_path, is_release_subject
+from audit.releases import is_release_subject
 from jobs.core.urls import redact_text
 from jobs.git.run import GitError
 
@@ -189,7 +207,7 @@ def _read_branch(repo: str, w: _Work, types: Mapping[str, str | None],
     present = frozenset(t for t in w.entry_tips() if types.get(t) == "commit")
     exclude = sorted(x for x in w.exclusions() if types.get(x) == "commit")
     tips = [after, *sorted(present - {after})]
-    commits = _with_gitlinks(repo, parse_history(history_log(repo, tips, exclude)), after)
+    graph = parse_graph(rev_list(repo, tips, exclude))
     # The remote's usable log entries (both tips in the clone), then the branch's own move as a
     # probe: one pass over the graph says which entries' ranges hold which commit and, mostly,
     # whether each push (and the branch itself) was a fast-forward. git is asked only about
@@ -197,71 +215,83 @@ def _read_branch(repo: str, w: _Work, types: Mapping[str, str | None],
     usable = tuple(e for e in w.entries
                    if all(s == ZERO or s in present for s in (e.old, e.new)))
     probe = PushEntry("", "", w.change.ref, before or ZERO, after, "", "", 0)
-    reach = reach_bits(commits, [*usable, probe])
-    answers = entry_ancestry(commits, [*usable, probe], reach)
+    bare = [Commit(sha, parents, None) for sha, parents in graph]
+    reach = reach_bits(bare, [*usable, probe])
+    answers = entry_ancestry(bare, [*usable, probe], reach)
     fast_forward = None
     if before is not None:
         # The graph holds every commit the after tip reaches and the before tip does not: before
         # is an ancestor exactly when it is the parent of one of them. git is not asked: its
-        # walk below the before tip would read objects `check_objects` never checks.
+        # walk below the before tip would read objects `read_commits` never checks.
         fast_forward = before == after or bool(answers[-1])
     if fast_forward is False and is_shallow(repo):
         return BranchHistory(None, problem=f"{repo} is a shallow clone: it cannot tell whether "
                              f"{w.change.ref} was rewritten or its history was cut")
     fast_forwards, rewrites = _entry_ancestry(repo, w.change.ref, usable, answers[:-1])
     mine = new_bits(i for i, e in enumerate(usable) if e.ref == w.change.ref)
-    branch = w.change.ref.removeprefix("refs/heads/")
-    by_paths = [c for c in commits
-                if not ranges_holding(reach.get(c.sha, 0), mine) and _by_paths(c, branch)]
-    untrusted, untrusted_paths = check_objects(repo, commits, by_paths)
-    return BranchHistory(fast_forward, tuple(commits), present, fast_forwards=fast_forwards,
+    # What a logged push covers is judged by the log alone: only the others are read further.
+    uncovered = [sha for sha, _ in graph
+                 if not (bits := reach.get(sha, 0)) & ~(bits >> 1) & mine]  # ranges_holding
+    commits, untrusted, untrusted_paths = read_commits(repo, bare, uncovered, after)
+    return BranchHistory(fast_forward, commits, present, fast_forwards=fast_forwards,
                          rewrites=rewrites, reach=reach, reach_entries=usable,
                          untrusted=untrusted, untrusted_paths=untrusted_paths)
 
 
-def _by_paths(commit: Commit, branch: str) -> bool:
-    """Could this commit pass because of the paths it changes (BACKLOG_ONLY, or a release)?"""
-    if not commit.paths:
-        return False
-    if all(p.startswith(BACKLOG_DIR) for p in commit.paths):
-        return True
-    return (commit.subject is not None and is_release_subject(commit.subject, branch)
-            and all(is_release_path(p) for p in commit.paths))
-
-
-def check_objects(repo: str, commits: Sequence[Commit], by_paths: Sequence[Commit]
-                  ) -> tuple[str | None, dict[str, str]]:
-    """Check every commit against its name, and work out again from checked trees what each
-    commit of `by_paths` changes (`audit.evidence.trees`): one `cat-file --batch`, and one per
-    level of the trees read. Returns why the commits cannot be trusted (None when they can) and,
-    for each commit of `by_paths` whose checked trees do not give the paths git reported, why."""
-    if not commits:
-        return None, {}
+def read_commits(repo: str, bare: Sequence[Commit], uncovered: Sequence[str], after: str
+                 ) -> tuple[tuple[Commit, ...], str | None, dict[str, str]]:
+    """The range's commits, those in `uncovered` with their subject, trailers and paths (and,
+    shaped like a release, what they change file by file); why the commits cannot be trusted
+    (None when they can); and for each commit that could pass because of what it changes, why
+    git's account of that cannot be trusted. Four git processes whatever the range holds: one
+    `log --no-walk` of the uncovered commits (of the after tip when there is none, so that the
+    commits never decide how many processes run), one `cat-file --batch` of every commit (and
+    the parents of those judged by their paths), one of the trees and blobs those are judged by
+    (`audit.evidence.commits`)."""
+    details = parse_details(commit_details(repo, uncovered or [after]))
+    wanted = {sha: details[sha] for sha in uncovered if sha in details}
+    by_paths = {sha: d for sha, d in wanted.items() if _by_paths(d)}
     try:
-        objects = stored_objects(repo, [c.sha for c in commits]
-                                 + [p for c in by_paths for p in c.parents])
-        forged = [c.sha for c in commits
-                  if (got := objects.get(c.sha)) is None or got[0] != "commit"]
-        if forged:
-            return (f"commit {forged[0][:12]} in the clone does not match its name (its object "
-                    "file was edited): the history read cannot be trusted"), {}
-        return None, recheck_paths(by_paths, objects, partial(stored_objects, repo))
+        bodies = {*by_paths, *(p for d in by_paths.values() for p in d.parents)}
+        objects = stored_objects(repo, [c.sha for c in bare]
+                                 + [p for d in by_paths.values() for p in d.parents],
+                                 keep=bodies.__contains__)
+        forged = forged_commit((c.sha for c in bare), objects)
+        if forged is not None:
+            return tuple(bare), forged, {}
+        problems: dict[str, str] = {}
+        tree_roots: dict[str, list[str]] = {}
+        for sha, d in by_paths.items():
+            why, found = roots(d, objects)
+            if why is not None:
+                problems[sha] = why
+            tree_roots[sha] = found
+        more = [t for sha, d in by_paths.items() if sha not in problems
+                for t in (*tree_roots[sha], *sorted(d.trees),
+                          *(blobs_wanted(d) if d.subject and is_release_subject(d.subject)
+                            else ()))]
+        checked = stored_objects(repo, more or [after])
     except GitError as exc:
-        return f"its commits could not be checked: {exc}", {}
+        return tuple(bare), f"its commits could not be checked: {exc}", {}
+    changes: dict[str, tuple[FileChange, ...]] = {}
+    for sha, d in by_paths.items():
+        if sha not in problems:
+            why = trees_problem(d, tree_roots[sha], checked)
+            if why is not None:
+                problems[sha] = why
+        if d.subject is not None and is_release_subject(d.subject):
+            changes[sha] = file_changes(d, checked)
+    commits = tuple(wanted[c.sha].commit(changes.get(c.sha)) if c.sha in wanted else c
+                    for c in bare)
+    return commits, None, problems
 
 
-def _with_gitlinks(repo: str, commits: list[Commit], after: str) -> list[Commit]:
-    """Mark the gitlinks of the commits that change only `backlog/`: a moved submodule gitlink
-    is a change outside it. One more git process per branch, asked even when no commit is such
-    a one (about the after tip alone), so that what the commits change never decides how many
-    processes run."""
-    candidates = {c.sha for c in commits
-                  if c.paths and all(p.startswith(BACKLOG_DIR) for p in c.paths)}
-    links = gitlink_changes(repo, sorted(candidates | {after}))
-    if not candidates.intersection(links):
-        return commits
-    return [replace(c, gitlinks=links[c.sha]) if c.sha in candidates and c.sha in links else c
-            for c in commits]
+def _by_paths(details: Details) -> bool:
+    """Could this commit pass because of what it changes: only paths under backlog/, or shaped
+    like a release-please release (whose files are then judged by their content)?"""
+    if details.subject is not None and is_release_subject(details.subject):
+        return True
+    return bool(details.files) and all(f[4].startswith(BACKLOG_DIR) for f in details.files)
 
 
 def _entry_ancestry(repo: str, ref: str, usable: Sequence[PushEntry],
@@ -315,43 +345,3 @@ def checked_ancestor(repo: str, old: str, new: str) -> bool | None:
                 seen.add(parent)
                 todo.append(parent)
     return None
-
-
-def parse_history(text: str) -> list[Commit]:
-    """Parse `audit.evidence.git.history_log` output (see HISTORY_FORMAT): NUL, a header, NUL, then
-    the commit's paths (the first after a newline), each NUL-terminated; an empty field marks the
-    next header. A merge comes once per parent: its paths are the union of its changes against each
-    of them."""
-    commits: list[Commit] = []
-    tokens = text.split("\0")
-    i, n = (1 if tokens and tokens[0] == "" else 0), len(tokens)
-    while i < n:
-        header = tokens[i]
-        i += 1
-        paths: list[str] = []
-        while i < n and tokens[i] != "":
-            token = tokens[i]
-            paths.append(token[1:] if not paths and token[:1] == "\n" else token)
-            i += 1
-        i += 1  # the empty field before the next header
-        if not header:
-            continue
-        found = _commit(header, paths)
-        if commits and commits[-1].sha == found.sha:
-            last = commits[-1]
-            commits[-1] = replace(last, paths=tuple(dict.fromkeys(last.paths + found.paths)))
-        else:
-            commits.append(found)
-    return commits
-
-
-def _commit(header: str, paths: list[str]) -> Commit:
-    fields = header.split("\x1f")
-    sha = fields[0]
-    parents = tuple(fields[1].split()) if len(fields) > 1 else ()
-    if len(fields) != 4:
-        # A subject or trailer holding our separator: keep the graph and paths, trust no text.
-        return Commit(sha, parents, None, (), tuple(paths))
-    trailers = fields[3]
-    sessions = tuple(s.strip() for s in trailers.split("\x1e") if s.strip()) if trailers else ()
-    return Commit(sha, parents, fields[2], sessions, tuple(paths))

@@ -25,6 +25,7 @@ class JudgeBase:
     release_verdicts: dict[tuple[str, str], str] = field(default_factory=dict)
     indexes: dict[str, EntryIndex] = field(default_factory=dict)
     github_names: dict[tuple[Any, tuple[Any, ...]], list[str]] = field(default_factory=dict)
+    tag_indexes: dict[int, dict[str, set[str]]] = field(default_factory=dict)
 
 
     # -- findings -------------------------------------------------------------------------

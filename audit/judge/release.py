@@ -6,76 +6,23 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from audit.judge.base import JudgeBase
-from audit.judge.rules import LOCAL, chain, lines, paths_note
+from audit.judge.release_commit import ReleaseCommitJudge
+from audit.judge.rules import LOCAL, chain, lines
 from audit.model import (
     PUSH_LOGGED,
-    RELEASE_BOTS,
     RELEASE_PLEASE,
     UNGRANTED,
     UNVERIFIED,
     Change,
-    Commit,
     grants_release_please,
+    release_bots,
     short,
 )
 from audit.refs import PEELED, EntryIndex, ref_changes
-from audit.releases import is_release_path, is_release_subject
 
 
-class ReleaseJudge(JudgeBase):
-    def _release_commit(self, commit: Commit, branch: str,
-                        gh_repos: Sequence[str]) -> tuple[str, str] | None:
-        """RELEASE_PLEASE, or why a commit shaped like a release is not one; None otherwise."""
-        if commit.subject is None or not is_release_subject(commit.subject, branch):
-            return None
-        if not commit.paths or not all(is_release_path(p) for p in commit.paths):
-            return None
-        granted = [g for g in gh_repos if grants_release_please(self.charter, g)]
-        if not granted:
-            where = ", ".join(gh_repos) if gh_repos else "a remote not on GitHub"
-            return UNGRANTED, (f"is shaped like a release-please release, but the charter "
-                               f"grants no release-please for {where}")
-        part = self.after.get("releases", {})
-        if not part.get("available"):
-            return UNVERIFIED, ("is shaped like a release-please release, but the releases "
-                                f"could not be read: {part.get('reason', 'unavailable')}")
-        for rel in part.get("releases", []):
-            rel_repo = self._release_repo(rel, part)
-            if rel_repo is None or rel_repo.lower() not in [g.lower() for g in granted]:
-                continue
-            if rel.get("author") not in RELEASE_BOTS or rel.get("draft") is not False:
-                continue  # a draft is no release yet (docs/audit.md)
-            if commit.sha in self._tag_commits(rel_repo, str(rel["tag_name"]), self.after):
-                return RELEASE_PLEASE, (f"is release {rel['tag_name']} by {rel['author']} "
-                                        f"(granted for {rel_repo}); changes "
-                                        f"{paths_note(commit.paths)}")
-        return UNGRANTED, ("is shaped like a release-please release, but no release by "
-                           f"{' or '.join(RELEASE_BOTS)} has its tag on it")
-
-
+class ReleaseJudge(ReleaseCommitJudge):
     # -- releases and tags ------------------------------------------------------------------
-
-    def _release_repo(self, rel: Mapping[str, Any], part: Mapping[str, Any]) -> str | None:
-        value = rel.get("repo") or next(iter(self._release_repos(part)), None)
-        return value if isinstance(value, str) else None
-
-    def _release_repos(self, part: Mapping[str, Any]) -> list[str]:
-        """The GitHub repositories a releases part is about, primary first: as the snapshot
-        recorded them, else (a snapshot in the contract's bare form) the ones the remotes'
-        configured URLs name, origin first, as the contract says."""
-        named = part.get("github_repos") or [part.get("github_repo")]
-        recorded = [g for g in named if isinstance(g, str) and g]
-        if recorded:
-            return recorded
-        found: list[str] = []
-        for snap in (self.after, self.before):
-            remotes: Mapping[str, Any] = snap.get("remotes", {})
-            for name in sorted(remotes, key=lambda n: (n != "origin", n)):
-                for g in self._github_repos(remotes[name]):
-                    if g.lower() not in [f.lower() for f in found]:
-                        found.append(g)
-        return found
 
     def _tag_commits(self, gh_repo: str, tag: str, snap: Mapping[str, Any]) -> set[str]:
         """Commits the tag names on the remotes whose URLs name `gh_repo`."""
@@ -158,9 +105,10 @@ class ReleaseJudge(JudgeBase):
             if owner is None:
                 self._add(remote, ref, kind, before_sha, after_sha, UNGRANTED,
                           f"{what} by {uploader}: not a granted release-please release")
-            elif uploader not in RELEASE_BOTS:
+            elif uploader not in release_bots(self.charter):
                 self._add(remote, ref, kind, before_sha, after_sha, UNGRANTED,
-                          f"{what} by {uploader}, not by {' or '.join(RELEASE_BOTS)}")
+                          f"{what} by {uploader}, not by "
+                          f"{' or '.join(release_bots(self.charter))}")
             else:
                 self._add(remote, ref, kind, before_sha, after_sha, RELEASE_PLEASE,
                           f"{what} by {uploader} on {owner}")
@@ -175,7 +123,7 @@ class ReleaseJudge(JudgeBase):
         if not grants_release_please(self.charter, gh_repo):
             return None
         authors = {json.loads(r).get("author") for r in releases}
-        if releases and authors <= set(RELEASE_BOTS):
+        if releases and authors <= set(release_bots(self.charter)):
             return f"release {tag} by {', '.join(sorted(str(a) for a in authors))} (granted)"
         return None
 
@@ -185,9 +133,9 @@ class ReleaseJudge(JudgeBase):
         if not grants_release_please(self.charter, gh_repo):
             return UNGRANTED, (f"release {tag} by {author}: the charter grants no release-please "
                                f"for {gh_repo or 'this repository'}")
-        if author not in RELEASE_BOTS:
+        if author not in release_bots(self.charter):
             return UNGRANTED, (f"release {tag} made by {author}, not by "
-                               f"{' or '.join(RELEASE_BOTS)}")
+                               f"{' or '.join(release_bots(self.charter))}")
         if rel.get("draft") is not False:
             return UNGRANTED, f"release {tag} by {author} is a draft, not a release yet"
         targets = self._tag_commits(gh_repo, tag, self.after)

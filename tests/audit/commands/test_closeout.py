@@ -241,6 +241,12 @@ def test_closeout_passes_a_granted_release_please_release_from_the_api(
         tmp_path: Path, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     clone, bare = make_repo_with_remote(tmp_path)
+    # The repository as release-please left it at its last release.
+    (clone / ".release-please-manifest.json").write_text('{".": "1.9.0"}\n')
+    (clone / "pyproject.toml").write_text('[project]\nversion = "1.9.0"\n')
+    git(clone, "add", ".")
+    git(clone, "commit", "-q", "-m", "chore(main): release 1.9.0 (#40)")
+    git(clone, "push", "-q", "origin", "main")
     api = enterprise_remote(clone, bare, httpserver, monkeypatch, OWNER_NAME)
     served: list[dict[str, Any]] = []
     httpserver.expect_request(f"/api/v3/repos/{OWNER_NAME}/releases").respond_with_handler(
@@ -254,7 +260,7 @@ def test_closeout_passes_a_granted_release_please_release_from_the_api(
     # release and, server-side, its lightweight tag. None of it is the run's push.
     (clone / "CHANGELOG.md").write_text("## 2.0.0\n")
     (clone / ".release-please-manifest.json").write_text('{".": "2.0.0"}\n')
-    (clone / "pyproject.toml").write_text('version = "2.0.0"\n')
+    (clone / "pyproject.toml").write_text('[project]\nversion = "2.0.0"\n')
     git(clone, "add", ".")
     git(clone, "commit", "-q", "-m", "chore(main): release 2.0.0 (#41)")
     git(clone, "push", "-q", "origin", "main", "HEAD:refs/tags/v2.0.0")
@@ -318,12 +324,13 @@ def test_git_processes_do_not_grow_with_commits(tmp_path: Path) -> None:
     small = closeout_git_calls(tmp_path / "small", 3)
     big = closeout_git_calls(tmp_path / "big", 300)
     assert small == big
-    # The judgement's own share: one cat-file for every tip, one log (a fast-forward is read
-    # off the log's graph; merge-base only when the graph cannot settle it), one log of the
-    # backlog-only commits' gitlinks, and one cat-file that checks every commit against its
-    # name (gathered before anything is judged, so for a failing branch too).
+    # The judgement's own share: one cat-file for every tip, one rev-list (a fast-forward is
+    # read off its graph; merge-base only when the graph cannot settle it), one log of what the
+    # commits no log entry covers change, one cat-file that checks every commit against its
+    # name, and one of the trees and blobs the commits judged by what they change rest on
+    # (gathered before anything is judged, so for a failing branch too).
     assert [c for c in big if c in ("cat-file", "merge-base", "log", "fetch", "rev-list")] == [
-        "cat-file", "log", "log", "cat-file"]
+        "cat-file", "rev-list", "log", "cat-file", "cat-file"]
 
 
 # --- the whole loop with the real pre-push hook -------------------------------------------------
@@ -340,7 +347,8 @@ def test_a_run_with_the_real_hook_pushes_logged_and_a_no_verify_push_caught(
     git(clone, "push", "-q", "origin", "main:refs/heads/topic")  # logged branch creation
     capsys.readouterr()
     assert audit_main(["closeout", "--run-dir", str(run_dir), "--charter", str(charter)]) == 0
-    assert "[PUSH_LOGGED] \"feature\" in logged push" in capsys.readouterr().out
+    # A commit a logged push covers is judged by the log alone: its subject is not even read.
+    assert "[PUSH_LOGGED] in logged push" in capsys.readouterr().out
     assert done in (run_dir / REPORT_JSON).read_text()
     hidden = commit(clone, "src/b.py", "b\n", "skips the hook")
     git(clone, "push", "-q", "--no-verify", "origin", "main")  # the hook never ran

@@ -62,7 +62,9 @@ def test_a_logged_push_passes_commit_by_commit(tmp_path: Path) -> None:
     branch = [f for f in findings if f.kind == "branch-moved"]
     assert len(branch) == 1 and branch[0].verdict == PUSH_LOGGED
     assert "fast-forward" in branch[0].reason
-    assert "push-log line 1" in next(f for f in findings if f.commit == a).reason
+    logged = next(f for f in findings if f.kind == "commit")  # one push: one run of commits
+    assert (logged.count, logged.first, logged.last) == (2, a, b)
+    assert "push-log line 1" in logged.reason
     assert verdicts(findings)[("HEAD", "ref-moved")] == PUSH_LOGGED
     assert exit_code(findings) == 0
 
@@ -151,8 +153,11 @@ def test_a_logged_push_covers_commits_its_merges_bring_in(tmp_path: Path) -> Non
     git(run.clone, "merge", "-q", "--no-ff", "--no-edit", "side")
     merge = rev(run.clone, "HEAD")
     run.push()
-    assert commit_verdicts(run.judge()) == {side: PUSH_LOGGED, mainline: PUSH_LOGGED,
-                                            merge: PUSH_LOGGED}
+    findings = run.judge()
+    # One logged push: its three commits are one finding (newest and oldest named, all counted).
+    logged = [f for f in findings if f.kind == "commit"]
+    assert [(f.verdict, f.count, f.last) for f in logged] == [(PUSH_LOGGED, 3, merge)]
+    assert logged[0].first in (side, mainline)
 
 
 def test_foreign_session_under_a_logged_push_and_own_session_unlogged(tmp_path: Path) -> None:
@@ -343,7 +348,14 @@ def release(tag: str, author: str = "release-please[bot]") -> dict[str, Any]:
 
 def release_please_lands(run: Run, tag: str = "v1.2.0") -> str:
     """What the bot does: a release commit on main, then a lightweight tag and a release, none
-    of it pushed by the run (so none of it logged)."""
+    of it pushed by the run (so none of it logged). The repository starts at its last release
+    (taken as the before-snapshot)."""
+    (run.clone / ".release-please-manifest.json").write_text('{".": "1.1.0"}\n')
+    (run.clone / "package.json").write_text('{"version": "1.1.0"}\n')
+    git(run.clone, "add", ".")
+    git(run.clone, "commit", "-q", "-m", "chore(main): release 1.1.0 (#11)")
+    git(run.clone, "push", "-q", "origin", "main")
+    run.before = run.snapshot()
     (run.clone / "CHANGELOG.md").write_text("## 1.2.0\n")
     (run.clone / ".release-please-manifest.json").write_text('{".": "1.2.0"}\n')
     (run.clone / "package.json").write_text('{"version": "1.2.0"}\n')

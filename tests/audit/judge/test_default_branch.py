@@ -134,3 +134,14 @@ def test_a_merge_is_judged_on_its_own_and_its_other_parents_commits_each_on_thei
 def test_line_helper_keeps_git_order() -> None:
     hist = line([c(Y, X), c(X, B)], present=[X])
     assert [k.sha for k in hist.commits] == [Y, X] and hist.present == {X}
+
+
+def test_a_logged_pushs_commits_are_one_finding_per_push() -> None:
+    W = sha(5)
+    findings = moved_main([c(W, Z), c(Z, Y), c(Y, X), c(X, B)], B, W,
+                          [entry(MAIN, B, Y, 1), entry(MAIN, Y, W, 2)])
+    runs = [(f.count, f.first, f.last, f.reason) for f in findings if f.kind == "commit"]
+    assert [r[:3] for r in runs] == [(2, Z, W), (2, X, Y)]
+    assert runs[0][3].startswith("2 commits in logged push") and "line 2" in runs[0][3]
+    branch = next(f for f in findings if f.kind == "branch-moved")
+    assert "4 commits: 4 PUSH_LOGGED" in branch.reason  # every commit still counted
