@@ -41,7 +41,7 @@ from jobs.core.host import default_machine
 from jobs.ledger.model import Attempt, Run
 from jobs.ledger.runs import save_run
 from jobs.ledger.store import Ledger
-from jobs.verify.run import LOCK_NAME
+from jobs.verify.repo_run import LOCK_NAME
 
 HOSTILE_TITLE = '<script>alert("title")</script> disk check'
 HOSTILE_OUTPUT = "<script>alert('output')</script>"
@@ -204,8 +204,9 @@ def second_clone(base: Path, app: VerifyRepo, ledger: Path) -> VerifyRepo:
         "state_dir": str(base / "second" / "state"), "ledger": f"sqlite:///{ledger}",
         "machine": SECOND}))
     second = VerifyRepo(root, app.bare, base / "second" / "state", config)
-    # TASK-10 sorts before TASK-4 (task-10 - …md): it passes before the drift stops the rest.
-    write_task(second, 10, "Clone-only check", "verify-ok")
+    # TASK-0 comes before TASK-4 (tasks run in natural id order): it passes before the drift
+    # stops the rest.
+    write_task(second, 0, "Clone-only check", "verify-ok")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "a task of this clone")
     done = second.run("run", "--today", "2026-11-30")

@@ -71,6 +71,9 @@ class Attempt:
     # A written failure's summary exactly as appended to the task's notes (LF line ends): the
     # review shows the task's own words, which the other columns cannot rebuild.
     summary: str | None = None
+    # The repository's identity across clones, as the claims name it (the normalised URL of the
+    # branch's remote, else the clone's path): the review groups every clone and machine by it.
+    repo_identity: str | None = None
     id: int | None = None
 
     def to_json(self) -> dict[str, Any]:

@@ -46,6 +46,7 @@ attempts = sa.Table(
     sa.Column("uid", sa.String(36), index=True, unique=True),
     sa.Column("claimed_by", sa.String(128)),
     sa.Column("summary", sa.Text),
+    sa.Column("repo_identity", sa.Text),
 )
 # One row per due verification claimed by a machine (see jobs.ledger.claims).
 claims = sa.Table(
@@ -76,7 +77,7 @@ runs = sa.Table(
     sa.Column("counts", sa.Text, nullable=False, default="{}"),  # JSON: verdict -> count
 )
 # Columns an older ledger may lack, added in place when it is opened.
-ADDED_COLUMNS = ("machine", "uid", "claimed_by", "summary")
+ADDED_COLUMNS = ("machine", "uid", "claimed_by", "summary", "repo_identity")
 
 
 def row_values(attempt: Attempt) -> dict[str, Any]:

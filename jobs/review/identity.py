@@ -18,7 +18,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from jobs.config.load import expand_user
-from jobs.ledger.rows import claims
+from jobs.ledger.rows import attempts, claims
 from jobs.verify.terminal import repo_names
 
 # (machine, clone path): machine is None for rows written before machines were recorded.
@@ -62,13 +62,17 @@ def choice_matches(choice: RepoChoice, identity: str, clones: Iterable[str]) -> 
 
 
 def read_claimed(conn: sa.Connection) -> dict[Clone, str]:
-    """Each clone's identity as its claims recorded it. A clone whose remote changed has claimed
-    under two: the greater one stands (a choice that does not change from one report to the
-    next)."""
-    c = claims.c
-    query = sa.select(c.repo, c.machine, c.identity).where(c.repo.is_not(None)).distinct()
+    """Each clone's identity as its run recorded it: on its attempts (every run since the column
+    exists, a clone that only ever found its tasks verified elsewhere too), else on its claims. A
+    clone whose remote changed was recorded under two: the greater one stands (a choice that does
+    not change from one report to the next)."""
+    c, a = claims.c, attempts.c
+    recorded = sa.union(
+        sa.select(c.repo, c.machine, c.identity).where(c.repo.is_not(None)),
+        sa.select(a.repo, a.machine, a.repo_identity.label("identity"))
+        .where(a.repo_identity.is_not(None)))
     found: dict[Clone, str] = {}
-    for repo, machine, identity in conn.execute(query).fetchall():
+    for repo, machine, identity in conn.execute(recorded).fetchall():
         key = (machine, repo)
         if key not in found or identity > found[key]:
             found[key] = identity

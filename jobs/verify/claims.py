@@ -51,7 +51,7 @@ class RepoClaims:
 
     def repo_identity(self) -> str:
         if self.identity is None:
-            # One look per repository and run, and only when something is due.
+            # One look per repository and run: the claims and every attempt recorded carry it.
             url = git.branch_remote_url(self.root, self.branch)
             self.identity = normalise_remote(url, self.root) if url else str(self.root)
         return self.identity

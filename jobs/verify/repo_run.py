@@ -68,6 +68,8 @@ class RepoRun:
         """Record (or, when already in the ledger, update), log and print one attempt; with the
         attempt's `claim`, settle that in the same ledger transaction."""
         storable(result)
+        if self.claims is not None and result.repo_identity is None:
+            result.repo_identity = self.claims.repo_identity()
         if self.ledger is not None:
             claims.save_settled(self.ledger, result, claim)
         self.summary.results.append(result)

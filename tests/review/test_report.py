@@ -233,4 +233,4 @@ def test_markdown_answers_the_morning_questions(world: ReviewWorld) -> None:
         assert line.count("|") == 6, line
     # One group for both clones of app; the passes as a list per task.
     assert "| app-clone |" not in text and "app-clone TASK" not in text
-    assert "## Passes (" in text and "- app TASK-10 — Clone-only check: 1 pass(es)" in text
+    assert "## Passes (" in text and "- app TASK-0 — Clone-only check: 1 pass(es)" in text
