@@ -3,6 +3,7 @@ by doctor's scheduler checks."""
 
 from __future__ import annotations
 
+import json
 import os
 import plistlib
 import re
@@ -16,7 +17,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from project import ROOT
-from scheduler_helpers import write_config
+from scheduler_helpers import config_file, write_config
 
 from jobs.config.load import Config
 from jobs.main import main
@@ -318,3 +319,57 @@ def test_target_paths_are_absolute(home: Path, tmp_path: Path, program: Path) ->
     assert install_launchagent(config, print_only=True, target=target, out=lines.append) == 0
     assert plistlib.loads("\n".join(lines).encode())["EnvironmentVariables"] == {
         "PATH": "/usr/bin", "LOOP_JOBS_CONFIG": str(config_path)}
+
+
+TOOLS_PATH = ":".join(dict.fromkeys(
+    [str(Path(str(shutil.which(t))).parent) for t in ("just", "git")] + ["/usr/bin", "/bin"]))
+
+
+def loop_verify(home: Path, *args: str, xdg: Path | None = None
+                ) -> subprocess.CompletedProcess[str]:
+    # A PATH that finds just and git, so install warns about nothing.
+    env = {"PATH": TOOLS_PATH, "HOME": str(home), "LANG": "C.UTF-8",
+           "XDG_RUNTIME_DIR": str(home / "no-runtime")}
+    if xdg is not None:
+        env["XDG_CONFIG_HOME"] = str(xdg)
+    return subprocess.run([sys.executable, "-m", "jobs.main", *args], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=30, check=False)
+
+
+def assert_one_line_failure(done: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    for word in words:
+        assert word in lines[0]
+
+
+def test_install_where_a_folder_cannot_be_made_is_one_line_exit_1(tmp_path: Path) -> None:
+    blocker = tmp_path / "a file"
+    blocker.write_text("in the way\n")
+    config = config_file(tmp_path, tmp_path / "state")
+    # HOME is a file: ~/Library/LaunchAgents cannot be made.
+    done = loop_verify(blocker, "install", "launchagent", "--config", str(config))
+    assert_one_line_failure(done, "install launchagent", str(blocker))
+    # XDG_CONFIG_HOME is a file: systemd/user cannot be made.
+    done = loop_verify(tmp_path, "install", "systemd", "--config", str(config), xdg=blocker)
+    assert_one_line_failure(done, "install systemd", str(blocker))
+    # The log directory (for StandardOutPath) cannot be made: nothing is written.
+    config.write_text(json.dumps({"state_dir": str(tmp_path / "state"),
+                                  "log_file": str(blocker / "loop-jobs.jsonl")}))
+    done = loop_verify(tmp_path, "install", "launchagent", "--config", str(config))
+    assert_one_line_failure(done, "install launchagent", str(blocker))
+    assert not (tmp_path / "Library" / "LaunchAgents" / "dev.loop-jobs.verify.plist").exists()
+
+
+def test_uninstall_that_cannot_remove_is_one_line_exit_1(tmp_path: Path) -> None:
+    in_the_way = tmp_path / "Library" / "LaunchAgents" / "dev.loop-jobs.verify.plist"
+    in_the_way.mkdir(parents=True)
+    done = loop_verify(tmp_path, "uninstall", "launchagent")
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    # (Linux says "Is a directory", macOS "Operation not permitted".)
+    [line] = done.stderr.splitlines()
+    assert line.startswith("loop-verify: uninstall launchagent: ")
+    assert line.endswith(f": {in_the_way}")
