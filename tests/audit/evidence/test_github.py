@@ -9,13 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from audit_helpers import (
-    gh_release,
-    git,
-    isolate_git,
-    link_header,
-    make_repo_with_remote,
-)
+from audit_helpers import gh_release, git, isolate_git, link_header, make_repo_with_remote
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
@@ -311,3 +305,21 @@ def test_a_shorthand_that_reaches_github_through_insteadof_is_not_hidden(
     assert repo["releases"]["available"] is True
     assert repo["releases"]["github_repo"] == OWNER_NAME
     assert len(repo["releases"]["releases"]) == 3
+
+
+def test_a_release_repeated_across_pages_is_read_once(httpserver: HTTPServer) -> None:
+    """GitHub pages releases by offset: one created while the pages are read pushes the last
+    release of page 1 onto page 2, so it came twice, and closeout said "release changed: 1
+    release(s) with this tag before, 2 after" (UNGRANTED) in an honest run."""
+    api = httpserver.url_for("/api/v3").rstrip("/")
+    path = "/api/v3/repos/octo/widgets/releases"
+    page2 = f"{api}/repos/octo/widgets/releases?per_page=100&page=2"
+    repeated = gh_release(api, "octo/widgets", 2, "v1.1.0")
+    httpserver.expect_request(path, query_string={"per_page": "100"}).respond_with_json(
+        [gh_release(api, "octo/widgets", 3, "v1.2.0"), repeated],
+        headers={"Link": f'<{page2}>; rel="next", <{page2}>; rel="last"'})
+    httpserver.expect_request(path, query_string={"per_page": "100", "page": "2"}) \
+        .respond_with_json([repeated, gh_release(api, "octo/widgets", 1, "v1.0.0")])
+    part = read_releases("octo/widgets", token="t", base_url=api, timeout=5)
+    assert [(r["id"], r["tag_name"]) for r in part["releases"]] == [
+        (1, "v1.0.0"), (2, "v1.1.0"), (3, "v1.2.0")]

