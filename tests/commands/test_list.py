@@ -1,60 +1,19 @@
-"""Edges found in review: a `just` that rejects our arguments, relative ledger paths, listing."""
+"""`loop-verify list`: what it shows of a task, its exit status when a backlog cannot be read or
+no repository is configured, and a file name that is not UTF-8 shown escaped."""
 
 from __future__ import annotations
 
 import os
-import shutil
+import subprocess
 from pathlib import Path
 
+import pytest
 import yaml
 from verify_helpers import make_verify_repo
 
-from jobs.config.load import load_config, with_repos
-from jobs.core.errors import ConfigError
+from jobs.main import main as verify_main
 
 TODAY = ("--today", "2026-11-30")
-
-
-def test_a_just_that_rejects_our_arguments_is_an_error_not_a_failure(tmp_path: Path) -> None:
-    # An old `just`, or another program named just: the infrastructure, never the task's fault.
-    fake = tmp_path / "bin"
-    fake.mkdir()
-    (fake / "just").write_text("#!/bin/sh\necho \"error: unexpected argument '--dump-format' "
-                               "found\" >&2\nexit 2\n")
-    (fake / "just").chmod(0o755)
-    repo = make_verify_repo(tmp_path / "r")
-    tasks = [repo.add_task(n) for n in (1, 2)]
-    repo.commit_all("tasks")
-    before = [t.read_bytes() for t in tasks]
-    git_dir = os.path.dirname(shutil.which("git") or "/usr/bin/git")
-
-    code, data = repo.run_json("run", *TODAY, env={"PATH": f"{fake}:{git_dir}"})
-
-    assert code == 3
-    assert [r["verdict"] for r in data["results"]] == ["error", "error"]
-    assert "rejected `--dump --dump-format json`" in data["results"][0]["reason"]
-    assert [t.read_bytes() for t in tasks] == before
-    assert repo.subjects() == ["tasks", "setup"]
-
-
-def test_a_relative_sqlite_ledger_is_relative_to_the_config_file(tmp_path: Path) -> None:
-    cfg = tmp_path / "conf" / "c.yaml"
-    cfg.parent.mkdir()
-    cfg.write_text("ledger: sqlite:///db/ledger.db\n")
-    assert load_config(cfg, env={}).ledger == f"sqlite:///{tmp_path / 'conf' / 'db' / 'ledger.db'}"
-    cfg.write_text("ledger: sqlite:////abs/ledger.db\n")
-    assert load_config(cfg, env={}).ledger == "sqlite:////abs/ledger.db"
-
-
-def test_command_line_errors_name_the_option_once(tmp_path: Path) -> None:
-    cfg = tmp_path / "c.yaml"
-    cfg.write_text("timeout: 5m\n")
-    try:
-        with_repos(load_config(cfg, env={}), [str(tmp_path / "nope")])
-    except ConfigError as exc:
-        assert str(exc).startswith("command line: --repo: not a git work tree")
-    else:
-        raise AssertionError("a missing --repo must be refused")
 
 
 def test_list_json_shows_the_label_of_a_task_not_done(tmp_path: Path) -> None:
@@ -75,3 +34,30 @@ def test_list_with_no_repositories_is_a_usage_error(tmp_path: Path) -> None:
     repo.config_path.write_text(yaml.safe_dump(config))
     proc = repo.run("list")
     assert proc.returncode == 2 and "no repositories" in proc.stderr
+
+
+def test_list_exits_3_when_a_repository_backlog_cannot_be_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    config = str(repo.config_path)
+    assert verify_main(["list", "--config", config, "--today", "2026-11-30"]) == 0
+    capsys.readouterr()
+    # A broken config.yml (the error has a line) and a repository with no backlog/ at all.
+    with (repo.root / "backlog" / "config.yml").open("a") as fh:
+        fh.write("statuses: [\n")
+    assert verify_main(["list", "--config", config]) == 3
+    assert "config.yml:" in capsys.readouterr().out
+    plain = tmp_path / "plain"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(plain)], check=True)
+    assert verify_main(["list", "--config", config, "--repo", str(plain), "--json"]) == 3
+    assert "no backlog/ folder" in capsys.readouterr().out
+
+
+def test_list_prints_a_non_utf8_file_name_escaped(tmp_path: Path) -> None:
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    odd = repo.root / "backlog" / "tasks" / os.fsdecode(b"task-2 - \xff.md")
+    odd.write_bytes(b"")
+    # A strict UTF-8 stdout, as on a machine with a real UTF-8 locale.
+    proc = repo.run("list", "--today", "2026-11-30", env={"PYTHONIOENCODING": "utf-8:strict"})
+    assert proc.returncode == 0, proc.stderr
+    assert "task-2 - \\xff.md: empty file" in proc.stdout
