@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import system
 from project import ROOT
 
 from jobs.config.load import load_config
@@ -73,7 +74,7 @@ def test_units_carry_the_config_path_and_the_xdg_variables(home: Path, tmp_path:
     service = systemd_user_dir() / "loop-verify.service"
     assert unit_env(service) == {"PATH": target.path_env, **expected}
     if SYSTEMD_ANALYZE is None:
-        pytest.skip("systemd-analyze is not installed (.ci/run installs the systemd package)")
+        system.missing("systemd-analyze", system.install_command("systemd"))
     done = subprocess.run([SYSTEMD_ANALYZE, "verify", str(service),
                            str(systemd_user_dir() / "loop-verify.timer")],
                           capture_output=True, text=True, check=False)

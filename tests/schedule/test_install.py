@@ -16,6 +16,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
+import system
 from project import ROOT
 from scheduler_helpers import config_file, write_config
 
@@ -182,9 +183,10 @@ def _install_units(config: Config, program: Path, home: Path) -> Path:
     return systemd_user_dir()
 
 
-@pytest.mark.skipif(SYSTEMD_ANALYZE is None, reason="systemd-analyze is not installed")
 def test_systemd_units_pass_systemd_analyze_verify(home: Path, tmp_path: Path,
                                                    program: Path) -> None:
+    if SYSTEMD_ANALYZE is None:
+        system.missing("systemd-analyze", system.install_command("systemd"))
     config = make_config(tmp_path, "07:30", "Europe/London")
     directory = _install_units(config, program, home)
     service, timer = directory / "loop-verify.service", directory / "loop-verify.timer"
@@ -218,12 +220,13 @@ def test_systemd_units_pass_systemd_analyze_verify(home: Path, tmp_path: Path,
 _ELAPSE = re.compile(r"(?:Next elapse|Iter\. #\d+): \w+ (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC")
 
 
-@pytest.mark.skipif(SYSTEMD_ANALYZE is None, reason="systemd-analyze is not installed")
 @pytest.mark.parametrize(("schedule", "timezone"), [
     ("07:30", "Europe/London"), ("23:59", "America/New_York"), ("00:05", "Asia/Kolkata"),
     ("12:00", "Australia/Sydney"), ("06:45", None)])
 def test_systemd_calendar_agrees_with_the_schedule(tmp_path: Path, schedule: str,
                                                    timezone: str | None) -> None:
+    if SYSTEMD_ANALYZE is None:
+        system.missing("systemd-analyze", system.install_command("systemd"))
     config = make_config(tmp_path, schedule, timezone)
     spec = on_calendar(config)
     assert SYSTEMD_ANALYZE is not None

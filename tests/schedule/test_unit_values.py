@@ -14,6 +14,7 @@ import sysconfig
 from pathlib import Path
 
 import pytest
+import system
 from project import ROOT
 from scheduler_helpers import config_file
 
@@ -75,7 +76,7 @@ def test_a_carriage_return_in_the_environment_cannot_add_a_directive_to_the_unit
     env = dict(w.replace("%%", "%").split("=", 1) for w in shlex.split(settings["Environment"]))
     assert env[variable] == str(odd)
     if SYSTEMD_ANALYZE is None:
-        pytest.skip("systemd-analyze is not installed (.ci/run installs the systemd package)")
+        system.missing("systemd-analyze", system.install_command("systemd"))
     done = subprocess.run([SYSTEMD_ANALYZE, "verify", str(service)],
                           capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
