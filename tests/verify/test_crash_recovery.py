@@ -48,6 +48,7 @@ from verify_helpers import (
 )
 
 from jobs.backlog.scan import parse_task
+from jobs.ledger.store import Ledger
 from jobs.verify.terminal import natural_key
 
 TODAY = ("--today", "2026-11-30")
@@ -391,3 +392,28 @@ def test_crash_recovery_keeps_a_commit_git_made_before_it_failed(tmp_path: Path)
     assert [a["edit_state"] for a in repo.history() if a["task_id"]] == ["committed"]
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "verify:" not in task.read_text()
+
+
+def test_a_committed_verdict_never_reads_abandoned(tmp_path: Path) -> None:
+    repo = make_verify_repo(tmp_path)
+    path = repo.add_task(1)
+    repo.commit_all("one task")
+    assert repo.run("run", *TODAY).returncode == 0
+    verdict_commit = repo.head()
+    # The state a kill -9 right after the verdict commit leaves: the row still pending.
+    ledger = Ledger(f"sqlite:///{repo.state_dir / 'ledger.db'}")
+    try:
+        (row,) = ledger.history()
+        assert row.edit_state == "committed" and row.commit_sha == verdict_commit
+        row.edit_state, row.commit_sha = "pending", None
+        ledger.update(row)
+    finally:
+        ledger.close()
+    # Then the owner edits the task (and commits it) before the next run.
+    path.write_text(path.read_text().replace("Task 1", "Task one"))
+    repo.git("commit", "-qam", "owner's edit")
+    proc = repo.run("run", *TODAY)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = repo.history()
+    assert [r["edit_state"] for r in rows] == ["committed"], rows
+    assert rows[0]["commit_sha"] == verdict_commit

@@ -1,6 +1,7 @@
-"""The summary a failure writes into its task: the same shape whatever failed, the recipe's full
-output named by an absolute path (a file of its own per repository), and no character a terminal
-or an editor would act on."""
+"""The summary a failure writes into its task, end to end: the same shape when `just` itself
+refuses the justfile, and the recipe's full output named by an absolute path (a file of its own
+per repository). The summary's rules on plain data (its shape, its limits, no character a
+terminal would act on): tests/verify/rules/test_transition.py."""
 
 from __future__ import annotations
 
@@ -21,23 +22,6 @@ def loop_verify(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "jobs.main", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120, check=False)
 
-
-def test_a_failure_summary_writes_c1_controls_and_bidi_overrides_as_replacement_characters(
-        tmp_path: Path) -> None:
-    # The summary replaced C0 controls with U+FFFD but kept the C1 ones (U+009B, a terminal's
-    # CSI) and the bidirectional overrides: a recipe's output put them into the task file, where
-    # `cat` or `backlog task view` acts on them and an override reverses the summary's text.
-    justfile = ("verify-odd:\n"
-                "    printf 'a\\302\\2332J b\\342\\200\\256deliaf c\\342\\201\\246d\\n'\n"
-                "    exit 1\n")
-    repo = make_verify_repo(tmp_path, justfile=justfile)
-    path = repo.add_task(1, notes="verify-cmd: just verify-odd")
-    repo.commit_all()
-    assert repo.run("run", *TODAY).returncode == 1
-    text = path.read_text(encoding="utf-8")
-    assert "exited 1" in text
-    assert "    a\ufffd2J b\ufffddeliaf c\ufffdd\n" in text, text
-    assert not {"\x9b", "\u202e", "\u2066"} & set(text)
 
 
 def test_a_justfile_error_keeps_the_summary_shape(tmp_path: Path) -> None:
