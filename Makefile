@@ -13,7 +13,7 @@ export PATH := $(CURDIR)/$(BIN):$(CURDIR)/$(NPM_PREFIX)/node_modules/.bin:$(PATH
 
 # Some machines (this project's CI among them) set PYTHONDONTWRITEBYTECODE: then every Python
 # process compiles the checkout from source, and every pytest worker rewrites every test module's
-# asserts again (about 2.5 s of CPU per worker). __pycache__/ is ignored by git.
+# asserts again (docs/development.md has the cost). __pycache__/ is ignored by git.
 unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: setup test test-thorough lint typecheck pytest demo bench fixtures help-texts clean
@@ -26,7 +26,7 @@ $(BIN)/python:
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	# compat: the checkout goes on sys.path through a .pth line; the default editable finder costs
-	# every interpreter start (each test's subprocess, each loop-verify call) about 30 ms.
+	# every interpreter start (each test's subprocess, each loop-verify call).
 	$(BIN)/python -m pip install -q -e '.[dev]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
@@ -53,7 +53,7 @@ pytest: setup
 test-thorough: setup
 	LOOP_JOBS_THOROUGH=1 LOOP_JOBS_TEST_SUBPROCESS=1 $(BIN)/pytest -q -n $(PYTEST_WORKERS)
 
-# ruff and mypy use one core for ~13 s, while the tests leave some core time idle (they wait on
+# ruff and mypy use one core, while the tests leave some core time idle (they wait on
 # recipes, servers and timeouts): the checks run beside the tests, their output printed whole
 # when they end, and `make test` fails if either part does.
 test: setup

@@ -17,8 +17,8 @@ SHARED = ROOT.parent / "shared"
 _NODE_MODULES = ROOT / ".npm-prefix" / "node_modules"
 # The Backlog.md CLI's `backlog` command is a Node.js script that only finds and starts the
 # compiled binary of this platform's package, with the same arguments and standard streams:
-# calling that binary directly spares each call a Node.js start (about 60 ms of CPU, a hundred
-# times in the suite). Without exactly one such binary, the command itself is used.
+# calling that binary directly spares each call a Node.js start (a hundred times in the
+# suite). Without exactly one such binary, the command itself is used.
 _BINARIES = [p for p in _NODE_MODULES.glob("backlog.md-*/backlog") if os.access(p, os.X_OK)]
 # loop-verify, loop-pi-audit and just are those of the environment running the suite (beside its
 # interpreter, wherever it is), never a path written here: tests/test_install_env.py fails when
