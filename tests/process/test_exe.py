@@ -30,7 +30,7 @@ def test_a_relative_path_entry_never_starts_the_repositorys_own_git_or_just(
     repo.commit_all()
 
     env = {"PATH": ":" + os.environ["PATH"]}
-    done = repo.run("run", *TODAY, *(("--dry-run",) if dry_run else ()), env=env, process=True)
+    done = repo.run("run", *TODAY, *(("--dry-run",) if dry_run else ()), env=env)
     assert done.returncode == 0, done.stdout + done.stderr
     assert not marker.exists(), marker.read_text()
     if not dry_run:

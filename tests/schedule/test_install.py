@@ -15,8 +15,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import inprocess
 import pytest
 import system
+from inprocess import FORCE_SUBPROCESS
 from project import ROOT
 from scheduler_helpers import config_file, write_config
 
@@ -335,6 +337,8 @@ def loop_verify(home: Path, *args: str, xdg: Path | None = None
            "XDG_RUNTIME_DIR": str(home / "no-runtime")}
     if xdg is not None:
         env["XDG_CONFIG_HOME"] = str(xdg)
+    if not FORCE_SUBPROCESS:  # in this process, with that environment only (tests/inprocess.py)
+        return inprocess.loop_verify(args, cwd=REPO_ROOT, env=env)
     return subprocess.run([sys.executable, "-m", "jobs.main", *args], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=30, check=False)
 

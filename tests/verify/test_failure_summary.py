@@ -10,7 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import inprocess
 import yaml
+from inprocess import FORCE_SUBPROCESS
 from project import ROOT
 from verify_helpers import make_verify_repo
 
@@ -18,10 +20,12 @@ TODAY = ("--today", "2026-11-30")
 
 
 def loop_verify(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`loop-verify ARGS` started from `cwd` (in this process unless LOOP_JOBS_TEST_SUBPROCESS)."""
+    if not FORCE_SUBPROCESS:
+        return inprocess.loop_verify(args, cwd=cwd, env=dict(os.environ))
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     return subprocess.run([sys.executable, "-m", "jobs.main", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=120, check=False)
-
 
 
 def test_a_justfile_error_keeps_the_summary_shape(tmp_path: Path) -> None:
