@@ -18,7 +18,6 @@ from zoneinfo import ZoneInfo
 import inprocess
 import pytest
 import system
-from inprocess import FORCE_SUBPROCESS
 from project import ROOT
 from scheduler_helpers import config_file, write_config
 
@@ -337,7 +336,8 @@ def loop_verify(home: Path, *args: str, xdg: Path | None = None
            "XDG_RUNTIME_DIR": str(home / "no-runtime")}
     if xdg is not None:
         env["XDG_CONFIG_HOME"] = str(xdg)
-    if not FORCE_SUBPROCESS:  # in this process, with that environment only (tests/inprocess.py)
+    if not inprocess.FORCE_SUBPROCESS:
+        # In this process, with that environment only (tests/inprocess.py).
         return inprocess.loop_verify(args, cwd=REPO_ROOT, env=env)
     return subprocess.run([sys.executable, "-m", "jobs.main", *args], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=30, check=False)
@@ -352,10 +352,15 @@ def assert_one_line_failure(done: subprocess.CompletedProcess[str], *words: str)
         assert word in lines[0]
 
 
-def test_install_where_a_folder_cannot_be_made_is_one_line_exit_1(tmp_path: Path) -> None:
+def test_install_where_a_folder_cannot_be_made_is_one_line_exit_1(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     blocker = tmp_path / "a file"
     blocker.write_text("in the way\n")
     config = config_file(tmp_path, tmp_path / "state")
+    # A LaunchAgent is installed only where launchd is (elsewhere it is refused before any
+    # folder is made): as on a Mac, so in this process. The folders fail before launchctl runs.
+    monkeypatch.setattr(inprocess, "FORCE_SUBPROCESS", False)
+    monkeypatch.setattr("jobs.schedule.install.is_macos", lambda: True)
     # HOME is a file: ~/Library/LaunchAgents cannot be made.
     done = loop_verify(blocker, "install", "launchagent", "--config", str(config))
     assert_one_line_failure(done, "install launchagent", str(blocker))
