@@ -41,7 +41,7 @@ from jobs.core.host import default_machine
 from jobs.ledger.model import Attempt, Run
 from jobs.ledger.runs import save_run
 from jobs.ledger.store import Ledger
-from jobs.verify.run import LOCK_NAME
+from jobs.verify.repo_run import LOCK_NAME
 
 HOSTILE_TITLE = '<script>alert("title")</script> disk check'
 HOSTILE_OUTPUT = "<script>alert('output')</script>"
