@@ -357,8 +357,13 @@ def test_install_where_a_folder_cannot_be_made_is_one_line_exit_1(
     blocker = tmp_path / "a file"
     blocker.write_text("in the way\n")
     config = config_file(tmp_path, tmp_path / "state")
-    # A LaunchAgent is installed only where launchd is (elsewhere it is refused before any
-    # folder is made): as on a Mac, so in this process. The folders fail before launchctl runs.
+    if sys.platform != "darwin":
+        # No launchd here: refused before any folder is made (SPEC: unless --print).
+        done = loop_verify(blocker, "install", "launchagent", "--config", str(config))
+        assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+        assert "launchd" in done.stderr and "Traceback" not in done.stderr
+    # Where launchd is, the folders are made, and fail: shown as on a Mac, so in this process
+    # (the folders fail before launchctl would run).
     monkeypatch.setattr(inprocess, "FORCE_SUBPROCESS", False)
     monkeypatch.setattr("jobs.schedule.install.is_macos", lambda: True)
     # HOME is a file: ~/Library/LaunchAgents cannot be made.

@@ -152,6 +152,8 @@ def test_a_file_name_that_is_not_utf8_is_drift_not_a_traceback(tmp_path: Path) -
     assert "\\xff.txt" in first.stdout
     again = repo.run("run", "--today", "2026-11-30")
     assert again.returncode == 3, again.stderr
+    # the repository's line, then the run's closing line
     assert again.stdout.splitlines()[0] == "skipped  app: work tree not clean: \\xff.txt"
+    assert again.stdout.splitlines()[1].startswith("1 skipped in ")
     verdicts = [a["verdict"] for a in repo.history()]
     assert verdicts == ["drift", "skipped"]
