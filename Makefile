@@ -1,4 +1,5 @@
-# Two commands on a fresh machine: `make demo` and `make test`.
+# Two commands on a fresh machine: `make demo` and `make test`. Neither changes anything outside
+# the checkout: system packages (Chromium, PostgreSQL, ...) are installed by .ci/run only.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -12,10 +13,10 @@ export PATH := $(CURDIR)/$(BIN):$(CURDIR)/$(NPM_PREFIX)/node_modules/.bin:$(PATH
 
 # Some machines (this project's CI among them) set PYTHONDONTWRITEBYTECODE: then every Python
 # process compiles the checkout from source, and every pytest worker rewrites every test module's
-# asserts again (about 2.5 s of CPU per worker). __pycache__/ is ignored by git.
+# asserts again (docs/development.md has the cost). __pycache__/ is ignored by git.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: setup test test-thorough lint typecheck pytest demo bench fixtures help-texts clean browser
+.PHONY: setup test test-thorough lint typecheck pytest demo bench fixtures help-texts clean
 
 setup: $(STAMP) $(BACKLOG)
 
@@ -25,7 +26,7 @@ $(BIN)/python:
 $(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install -q --upgrade pip
 	# compat: the checkout goes on sys.path through a .pth line; the default editable finder costs
-	# every interpreter start (each test's subprocess, each loop-verify call) about 30 ms.
+	# every interpreter start (each test's subprocess, each loop-verify call).
 	$(BIN)/python -m pip install -q -e '.[dev]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
@@ -44,25 +45,18 @@ typecheck: setup
 # much of the suite waits (recipes, servers, bounded timeouts) rather than computes; see
 # docs/development.md.
 PYTEST_WORKERS ?= 4
-pytest: setup browser
+pytest: setup
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS)
 
 # The same suite with every property example drawn and every loop-verify/loop-pi-audit call a
 # real process (slower; what `make test` trades for speed, checked in full).
-test-thorough: setup browser
+test-thorough: setup
 	LOOP_JOBS_THOROUGH=1 LOOP_JOBS_TEST_SUBPROCESS=1 $(BIN)/pytest -q -n $(PYTEST_WORKERS)
 
-# Debian's Chromium for the review's browser test; without root or apt it is skipped, and so is
-# that test (with its reason).
-browser:
-	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null \
-	  && apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } \
-	  || echo "chromium not installed: tests/review/test_browser.py will be skipped"
-
-# ruff and mypy use one core for ~13 s, while the tests leave some core time idle (they wait on
+# ruff and mypy use one core, while the tests leave some core time idle (they wait on
 # recipes, servers and timeouts): the checks run beside the tests, their output printed whole
 # when they end, and `make test` fails if either part does.
-test: setup browser
+test: setup
 	@$(MAKE) --no-print-directory --output-sync=target -j2 lint typecheck & checks=$$!; \
 	  $(BIN)/pytest -q -n $(PYTEST_WORKERS); tests=$$?; \
 	  wait $$checks; checks=$$?; \

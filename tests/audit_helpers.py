@@ -250,3 +250,33 @@ def commit_verdicts(findings: list[Finding]) -> dict[str, str]:
     return out
 
 
+def branch_verdict(findings: list[Finding], ref: str = "refs/heads/main") -> str:
+    return next(f.verdict for f in findings if f.ref == ref and f.kind.startswith("branch-"))
+
+
+# --- snapshot files, as `compare` reads them -----------------------------------------------------
+
+def write_snapshot(path: Path, snap: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(snap))
+    return path
+
+
+def moved_snapshots(tmp_path: Path) -> tuple[Path, dict[str, Any], dict[str, Any], str]:
+    """A clone whose main moved by one unlogged commit between two snapshots: the clone, both
+    snapshots and the clone's key in them."""
+    clone, _ = make_repo_with_remote(tmp_path)
+    before = take_snapshot([clone], charter_sha256=None)
+    commit(clone, "src/x.py", "x\n", "more")
+    git(clone, "push", "-q", "origin", "main")
+    after = take_snapshot([clone], charter_sha256=None)
+    return clone, before, after, str(clone.resolve())
+
+
+def compare_files(tmp_path: Path, before: dict[str, Any], after: dict[str, Any],
+                  log: Path) -> tuple[int, str, str, Path, Path]:
+    """`compare` of the two snapshots written to files, with `log`: its exit code, stdout and
+    stderr, and the two files."""
+    b = write_snapshot(tmp_path / "before.json", before)
+    a = write_snapshot(tmp_path / "after.json", after)
+    done = run_cli("compare", str(b), str(a), "--push-log", str(log))
+    return done.returncode, done.stdout, done.stderr, b, a

@@ -1,10 +1,13 @@
-"""Shared test setup: a git identity, and the project's own `just` and `backlog` first on PATH."""
+"""Shared test setup: a git identity, and the running environment's commands and this checkout's
+`backlog` first on PATH."""
 
 from __future__ import annotations
 
 import os
 import signal
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import inprocess
 import pytest
@@ -14,11 +17,14 @@ SHARED = ROOT.parent / "shared"
 _NODE_MODULES = ROOT / ".npm-prefix" / "node_modules"
 # The Backlog.md CLI's `backlog` command is a Node.js script that only finds and starts the
 # compiled binary of this platform's package, with the same arguments and standard streams:
-# calling that binary directly spares each call a Node.js start (about 60 ms of CPU, a hundred
-# times in the suite). Without exactly one such binary, the command itself is used.
+# calling that binary directly spares each call a Node.js start (a hundred times in the
+# suite). Without exactly one such binary, the command itself is used.
 _BINARIES = [p for p in _NODE_MODULES.glob("backlog.md-*/backlog") if os.access(p, os.X_OK)]
-_TOOL_DIRS = [ROOT / ".venv" / "bin", *(b.parent for b in _BINARIES if len(_BINARIES) == 1),
-              _NODE_MODULES / ".bin"]
+# loop-verify, loop-pi-audit and just are those of the environment running the suite (beside its
+# interpreter, wherever it is), never a path written here: tests/test_install_env.py fails when
+# that environment was installed from another checkout.
+_TOOL_DIRS = [Path(sys.executable).parent,
+              *(b.parent for b in _BINARIES if len(_BINARIES) == 1), _NODE_MODULES / ".bin"]
 os.environ["PATH"] = os.pathsep.join(
     [str(d) for d in _TOOL_DIRS if d.is_dir()] + [os.environ.get("PATH", "")])
 

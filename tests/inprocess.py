@@ -1,13 +1,13 @@
 """Run a CLI's `main(argv)` inside the test process, as `subprocess.run` would report it.
 
-Starting `python -m jobs.main` costs 0.3-0.5 s of CPU per call (the interpreter and its imports);
-the suite makes hundreds of such calls, so tests that involve no signal, kill, terminal or crash
+Starting `python -m jobs.main` costs the interpreter and its imports on every call, and the
+suite makes hundreds of such calls, so tests that involve no signal, kill, terminal or crash
 of the process itself call `main()` here instead. What a fresh process would not carry over is
 put back afterwards: the environment, the working directory, logging's handlers, structlog's
 configuration and the few module-level values the CLIs keep for one process.
 
 `LOOP_JOBS_TEST_SUBPROCESS=1` makes every helper built on this start a real process again (a
-check that in-process and real runs agree: `make test-processes`).
+check that in-process and real runs agree: `make test-thorough`).
 """
 
 from __future__ import annotations

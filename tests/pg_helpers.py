@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import system
 
 
 def postgres_bin() -> Path | None:
@@ -33,7 +34,8 @@ class PgServer:
     def __init__(self) -> None:
         bindir = postgres_bin()
         if bindir is None:
-            pytest.skip("PostgreSQL server binaries are not installed (/usr/lib/postgresql/*/bin)")
+            system.missing("PostgreSQL's server (/usr/lib/postgresql/*/bin)",
+                           system.install_command("postgresql"))
         pytest.importorskip("psycopg")
         self.bindir = bindir
         self.base = Path(tempfile.mkdtemp(prefix="loop-jobs-pg-"))

@@ -44,6 +44,15 @@ def write_config(directory: Path, **keys: Any) -> Config:
     return load_config(path)
 
 
+def config_file(base: Path, state_dir: Path) -> Path:
+    """A configuration file in `base` naming `state_dir`, written but not loaded: a test may give
+    a state directory `serve` or `install` cannot use."""
+    path = base / "config.yaml"
+    path.write_text(json.dumps({"state_dir": str(state_dir),
+                                "log_file": str(base / "log" / "loop-jobs.jsonl")}))
+    return path
+
+
 def seed_store(config: Config, next_run_time: datetime, job: JobFunc = record_run,
                trigger: BaseTrigger | None = None) -> None:
     """Put the daily job in the persistent store with `next_run_time`, as a process that went

@@ -158,6 +158,19 @@ class VerifyRepo:
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def hook(repo: VerifyRepo, name: str, body: str) -> Path:
+    """A shell hook of the repository's own (`.git/hooks/<name>`) running `body`."""
+    path = repo.root / ".git" / "hooks" / name
+    path.write_text("#!/bin/sh\n" + body)
+    path.chmod(0o755)
+    return path
+
+
+def git_show(repo: VerifyRepo, rev: str, path: Path) -> bytes:
+    """The bytes of `path` (in the work tree) at `rev`."""
+    return subprocess.run(["git", "show", f"{rev}:{path.relative_to(repo.root)}"], cwd=repo.root,
+                          capture_output=True, check=True).stdout
+
 def make_verify_repo(base: Path, *, justfile: str | None = JUSTFILE,
                      tasks: Iterable[int] = (), timeout: str = "10s",
                      extra_config: dict[str, Any] | None = None) -> VerifyRepo:

@@ -230,3 +230,14 @@ def test_default_machine_is_the_host_name_socket_gives() -> None:
 
     assert default_machine() == (socket.gethostname().strip().removesuffix(".local")
                                  or "localhost")
+
+
+def test_command_line_errors_name_the_option_once(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("timeout: 5m\n")
+    try:
+        with_repos(load_config(cfg, env={}), [str(tmp_path / "nope")])
+    except ConfigError as exc:
+        assert str(exc).startswith("command line: --repo: not a git work tree")
+    else:
+        raise AssertionError("a missing --repo must be refused")

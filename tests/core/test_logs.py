@@ -201,3 +201,39 @@ def test_serve_scheduler_lines_have_run_id_machine_and_our_events(tmp_path: Path
     for entry in entries:
         assert EVENT_NAME.match(entry["event"]), entry
         assert entry["machine"] == "serve-box" and entry["run_id"], entry
+
+
+TODAY = ("--today", "2026-11-30")
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="no /dev/full on this system")
+def test_a_log_file_that_cannot_be_written_is_one_line_not_a_traceback_per_event(
+        tmp_path: Path) -> None:
+    # A full disk under the log file (here /dev/full, where every write fails with ENOSPC):
+    # logging printed "--- Logging error ---" and a traceback to stderr for every event.
+    repo = make_verify_repo(tmp_path, tasks=[1], extra_config={"log_file": "/dev/full"})
+    done = repo.run("run", *TODAY, process=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("pass     app TASK-1  just verify-ok")
+    assert done.stderr.splitlines() == [
+        "loop-verify: cannot write the log file /dev/full: No space left on device; the events "
+        "of this run may be missing from it"], done.stderr
+    assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-ok)"
+    done = repo.run("history", process=True)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+
+
+def test_unwritable_log_file_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the log folder should be\n")
+    data = yaml.safe_load(repo.config_path.read_text())
+    data["log_file"] = str(blocker / "loop-jobs.jsonl")
+    repo.config_path.write_text(yaml.safe_dump(data))
+    for verb in ("run", "list", "history"):
+        proc = repo.run(verb)
+        assert proc.returncode == 3, (verb, proc.stderr)
+        assert "Traceback" not in proc.stderr
+        assert proc.stderr.startswith("loop-verify: cannot write the log file ")
+        assert len(proc.stderr.strip().splitlines()) == 1
+    assert repo.subjects() == ["setup"]

@@ -11,13 +11,15 @@ import sys
 from pathlib import Path
 
 import pytest
+import system
 from verify_helpers import ROOT, make_verify_repo
 
 STRACE = shutil.which("strace")
 
 
-@pytest.mark.skipif(STRACE is None, reason="strace is not installed (.ci/run installs it)")
 def test_one_ledger_fsync_per_task_plus_the_closing_checkpoint(tmp_path: Path) -> None:
+    if STRACE is None:
+        system.missing("strace", system.install_command("strace"))
     tasks = 6
     repo = make_verify_repo(tmp_path)
     for n in range(1, tasks + 1):

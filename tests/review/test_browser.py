@@ -9,28 +9,18 @@ viewport). Screenshots are left in the test's temporary folder."""
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+import system
 from review_helpers import HOSTILE_TITLE, NO_RUN_DAYS_AGO, SECOND, ReviewWorld
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
-
-# On a developer's machine without them the test is skipped with the reason; in CI (where
-# .ci/run installs Chromium and `make setup` Playwright) their absence is a failure.
-if os.environ.get("CI") and not Path(CHROMIUM).exists():
-    raise RuntimeError(f"CI: {CHROMIUM} is missing; .ci/run should have installed chromium")
-sync_api = pytest.importorskip("playwright.sync_api")
-if not Path(CHROMIUM).exists():
-    pytest.skip("Debian's chromium is not installed (.ci/run installs it)",
-                allow_module_level=True)
 
 pytestmark = pytest.mark.slow
 # The bounds are far above the second or two a page load takes: a loaded machine cannot trip them.
@@ -89,11 +79,18 @@ def page_file(world: ReviewWorld, tmp_path_factory: pytest.TempPathFactory) -> P
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Debian's Chromium driven by Playwright. Without either, every test here skips saying how
+    to install it (before the review's world is built), and fails in CI (tests/system.py)."""
+    chromium = system.program("chromium", "chromium")
+    try:
+        from playwright import sync_api
+    except ImportError:
+        system.missing("Playwright", "make setup")
     with sync_api.sync_playwright() as pw:
         # The page does not depend on the time: a clock-moving library preloaded into the test
         # (scripts/test-any-hour) stays out of Chromium's processes.
         env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "FAKETIME")}
-        launched = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, env=env,
+        launched = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, env=env,
                                       timeout=WAIT_MS)
         try:
             yield launched

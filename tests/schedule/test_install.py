@@ -3,6 +3,7 @@ by doctor's scheduler checks."""
 
 from __future__ import annotations
 
+import json
 import os
 import plistlib
 import re
@@ -14,9 +15,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
+import inprocess
 import pytest
+import system
 from project import ROOT
-from scheduler_helpers import write_config
+from scheduler_helpers import config_file, write_config
 
 from jobs.config.load import Config
 from jobs.main import main
@@ -181,9 +184,10 @@ def _install_units(config: Config, program: Path, home: Path) -> Path:
     return systemd_user_dir()
 
 
-@pytest.mark.skipif(SYSTEMD_ANALYZE is None, reason="systemd-analyze is not installed")
 def test_systemd_units_pass_systemd_analyze_verify(home: Path, tmp_path: Path,
                                                    program: Path) -> None:
+    if SYSTEMD_ANALYZE is None:
+        system.missing("systemd-analyze", system.install_command("systemd"))
     config = make_config(tmp_path, "07:30", "Europe/London")
     directory = _install_units(config, program, home)
     service, timer = directory / "loop-verify.service", directory / "loop-verify.timer"
@@ -217,12 +221,13 @@ def test_systemd_units_pass_systemd_analyze_verify(home: Path, tmp_path: Path,
 _ELAPSE = re.compile(r"(?:Next elapse|Iter\. #\d+): \w+ (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC")
 
 
-@pytest.mark.skipif(SYSTEMD_ANALYZE is None, reason="systemd-analyze is not installed")
 @pytest.mark.parametrize(("schedule", "timezone"), [
     ("07:30", "Europe/London"), ("23:59", "America/New_York"), ("00:05", "Asia/Kolkata"),
     ("12:00", "Australia/Sydney"), ("06:45", None)])
 def test_systemd_calendar_agrees_with_the_schedule(tmp_path: Path, schedule: str,
                                                    timezone: str | None) -> None:
+    if SYSTEMD_ANALYZE is None:
+        system.missing("systemd-analyze", system.install_command("systemd"))
     config = make_config(tmp_path, schedule, timezone)
     spec = on_calendar(config)
     assert SYSTEMD_ANALYZE is not None
@@ -318,3 +323,70 @@ def test_target_paths_are_absolute(home: Path, tmp_path: Path, program: Path) ->
     assert install_launchagent(config, print_only=True, target=target, out=lines.append) == 0
     assert plistlib.loads("\n".join(lines).encode())["EnvironmentVariables"] == {
         "PATH": "/usr/bin", "LOOP_JOBS_CONFIG": str(config_path)}
+
+
+TOOLS_PATH = ":".join(dict.fromkeys(
+    [str(Path(str(shutil.which(t))).parent) for t in ("just", "git")] + ["/usr/bin", "/bin"]))
+
+
+def loop_verify(home: Path, *args: str, xdg: Path | None = None
+                ) -> subprocess.CompletedProcess[str]:
+    # A PATH that finds just and git, so install warns about nothing.
+    env = {"PATH": TOOLS_PATH, "HOME": str(home), "LANG": "C.UTF-8",
+           "XDG_RUNTIME_DIR": str(home / "no-runtime")}
+    if xdg is not None:
+        env["XDG_CONFIG_HOME"] = str(xdg)
+    if not inprocess.FORCE_SUBPROCESS:
+        # In this process, with that environment only (tests/inprocess.py).
+        return inprocess.loop_verify(args, cwd=REPO_ROOT, env=env)
+    return subprocess.run([sys.executable, "-m", "jobs.main", *args], cwd=REPO_ROOT, env=env,
+                          capture_output=True, text=True, timeout=30, check=False)
+
+
+def assert_one_line_failure(done: subprocess.CompletedProcess[str], *words: str) -> None:
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    for word in words:
+        assert word in lines[0]
+
+
+def test_install_where_a_folder_cannot_be_made_is_one_line_exit_1(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "a file"
+    blocker.write_text("in the way\n")
+    config = config_file(tmp_path, tmp_path / "state")
+    if sys.platform != "darwin":
+        # No launchd here: refused before any folder is made (SPEC: unless --print).
+        done = loop_verify(blocker, "install", "launchagent", "--config", str(config))
+        assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done.stderr
+        assert "launchd" in done.stderr and "Traceback" not in done.stderr
+    # Where launchd is, the folders are made, and fail: shown as on a Mac, so in this process
+    # (the folders fail before launchctl would run).
+    monkeypatch.setattr(inprocess, "FORCE_SUBPROCESS", False)
+    monkeypatch.setattr("jobs.schedule.install.is_macos", lambda: True)
+    # HOME is a file: ~/Library/LaunchAgents cannot be made.
+    done = loop_verify(blocker, "install", "launchagent", "--config", str(config))
+    assert_one_line_failure(done, "install launchagent", str(blocker))
+    # XDG_CONFIG_HOME is a file: systemd/user cannot be made.
+    done = loop_verify(tmp_path, "install", "systemd", "--config", str(config), xdg=blocker)
+    assert_one_line_failure(done, "install systemd", str(blocker))
+    # The log directory (for StandardOutPath) cannot be made: nothing is written.
+    config.write_text(json.dumps({"state_dir": str(tmp_path / "state"),
+                                  "log_file": str(blocker / "loop-jobs.jsonl")}))
+    done = loop_verify(tmp_path, "install", "launchagent", "--config", str(config))
+    assert_one_line_failure(done, "install launchagent", str(blocker))
+    assert not (tmp_path / "Library" / "LaunchAgents" / "dev.loop-jobs.verify.plist").exists()
+
+
+def test_uninstall_that_cannot_remove_is_one_line_exit_1(tmp_path: Path) -> None:
+    in_the_way = tmp_path / "Library" / "LaunchAgents" / "dev.loop-jobs.verify.plist"
+    in_the_way.mkdir(parents=True)
+    done = loop_verify(tmp_path, "uninstall", "launchagent")
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    # (Linux says "Is a directory", macOS "Operation not permitted".)
+    [line] = done.stderr.splitlines()
+    assert line.startswith("loop-verify: uninstall launchagent: ")
+    assert line.endswith(f": {in_the_way}")

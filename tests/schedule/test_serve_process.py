@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 from apscheduler.triggers.cron import CronTrigger
-from scheduler_helpers import InProcessServe, log_events, seed_store, wait_for
-from verify_helpers import ROOT, VerifyRepo, make_verify_repo
+from project import ROOT
+from scheduler_helpers import InProcessServe, config_file, log_events, seed_store, wait_for
+from verify_helpers import VerifyRepo, make_verify_repo
 
 from jobs.config.load import load_config
 from jobs.core.logs import configure_logging
@@ -171,3 +172,63 @@ def test_real_serve_catches_up_a_missed_run_exactly_once(tmp_path: Path) -> None
     assert len(events("scheduler.run_started")) == 1
     assert [a["verdict"] for a in repo.history()] == ["pass"]
     assert len([s for s in repo.subjects() if s.startswith("loop-verify:")]) == 1
+
+
+REPO_ROOT = ROOT
+
+
+def serve_once(config: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    """`loop-verify serve` as a real process; on a state it cannot use it must stop at once."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8"}
+    return subprocess.run([sys.executable, "-m", "jobs.main", "serve", "--config", str(config)],
+                          cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=30,
+                          check=False)
+
+
+@pytest.mark.parametrize("damage", ["garbage job store", "job store is a folder",
+                                    "state_dir is a file", "lock is a folder"])
+def test_serve_on_an_unusable_state_dir_is_one_line_exit_3(tmp_path: Path, damage: str) -> None:
+    state = tmp_path / "state dir"
+    if damage == "state_dir is a file":
+        state.write_text("not a folder\n")
+    else:
+        state.mkdir()
+    if damage == "garbage job store":
+        (state / "scheduler.db").write_text("garbage, not SQLite\n")
+    elif damage == "job store is a folder":
+        (state / "scheduler.db").mkdir()
+    elif damage == "lock is a folder":
+        (state / "serve.lock").mkdir()
+    done = serve_once(config_file(tmp_path, state), tmp_path)
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("loop-verify: ")
+    assert str(state) in lines[0]
+    if damage == "garbage job store":
+        assert (state / "scheduler.db").read_text() == "garbage, not SQLite\n"  # left for the user
+
+
+@pytest.mark.parametrize("tz", ["UTC0", ":/etc/localtime", "No/Such_Zone"])
+def test_serve_without_timezone_starts_under_any_tz_variable(tmp_path: Path, tz: str) -> None:
+    # A POSIX $TZ or an unknown name made tzlocal raise; `:/etc/localtime` gave a zone the job
+    # store could not pickle. Either way `serve` died with a traceback before scheduling anything.
+    config = config_file(tmp_path, tmp_path / "state")
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8", "TZ": tz}
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "jobs.main", "serve", "--config", str(config)], cwd=REPO_ROOT,
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert daemon.stdout is not None
+        first = daemon.stdout.readline()
+        daemon.send_signal(signal.SIGTERM)
+        out, err = daemon.communicate(timeout=30)
+        assert first.startswith("loop-verify serve: daily at 07:30"), (first, out, err)
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+    assert daemon.returncode == 0, err
+    assert "Traceback" not in err
+    assert "stopped" in out

@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from verify_helpers import VerifyRepo, kill_marked, make_verify_repo, marked_pids, start_verify
+from verify_helpers import (
+    VerifyRepo,
+    hook,
+    kill_marked,
+    make_verify_repo,
+    marked_pids,
+    start_verify,
+)
 
 from jobs.config.load import load_config
 from jobs.git import repo as git
@@ -39,13 +46,6 @@ def counting_repo(tmp_path: Path) -> tuple[VerifyRepo, Path]:
 
 def runs(count: Path) -> int:
     return len(count.read_text().splitlines()) if count.exists() else 0
-
-
-def hook(repo: VerifyRepo, name: str, body: str) -> Path:
-    path = repo.root / ".git" / "hooks" / name
-    path.write_text("#!/bin/sh\n" + body)
-    path.chmod(0o755)
-    return path
 
 
 def run_json(repo: VerifyRepo, capsys: pytest.CaptureFixture[str],

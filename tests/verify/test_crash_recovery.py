@@ -20,6 +20,7 @@ pending edit is then committed by the re-run with no help at all).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -36,6 +37,7 @@ from verify_helpers import (
     CRASHER,
     ROOT,
     VerifyRepo,
+    git_show,
     kill_marked,
     make_verify_repo,
     marked_pids,
@@ -46,6 +48,7 @@ from verify_helpers import (
 )
 
 from jobs.backlog.scan import parse_task
+from jobs.ledger.store import Ledger
 from jobs.verify.terminal import natural_key
 
 TODAY = ("--today", "2026-11-30")
@@ -330,3 +333,87 @@ def test_kill_9_at_an_exact_step_then_rerun(tmp_path: Path, point: str, bad: str
     check_final(repo, tasks, rerun, bad=bad, counter=counter, remote_before=remote_before,
                 recovered=victim if point == "commit" else None,
                 abandoned=victim if point == "rename" else None)
+
+
+def crash_before_commit(repo: VerifyRepo) -> None:
+    """A real `loop-verify run` SIGKILLed after it wrote the first verdict, before git ran."""
+    proc = subprocess.run(
+        [sys.executable, "-c", CRASHER, *verify_argv(repo, "run", *TODAY)[3:]],
+        cwd=repo.root, capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "CRASH_AT": "commit", "CRASH_NTH": "1"})
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert [a["edit_state"] for a in repo.history()] == ["pending"]
+
+
+@pytest.mark.parametrize("leave", [("switch", "-q", "-c", "feature"),
+                                   ("switch", "-q", "--detach")], ids=["branch", "detached"])
+def test_a_pending_edit_is_not_committed_onto_another_checkout(
+        tmp_path: Path, leave: tuple[str, ...]) -> None:
+    # A run died between writing a verdict and committing it; the owner then switched to a
+    # branch of their own (git carries the changed task file along). The verdict belongs on
+    # main: the repository is skipped, and the edit stays pending for when main is back.
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    main_before = repo.head()
+    crash_before_commit(repo)
+    repo.git(*leave)
+    here = repo.head()
+
+    proc = repo.run("run", *TODAY, "--json")
+
+    [result] = json.loads(proc.stdout)["results"]
+    assert result["verdict"] == "skipped", result
+    assert proc.returncode == 3
+    assert repo.head() == here and repo.git("rev-parse", "main").strip() == main_before
+    assert [a["edit_state"] for a in repo.history() if a["task_id"]] == ["pending"]
+
+    # Back on main, the next run finishes the edit without running the recipe again.
+    repo.git("switch", "-q", "main")
+    proc = repo.run("run", *TODAY, "--json")
+    assert proc.returncode == 0, proc.stdout
+    assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-ok)"
+    assert repo.status() == ""
+
+
+def test_crash_recovery_keeps_a_commit_git_made_before_it_failed(tmp_path: Path) -> None:
+    # The verdict commit's rule holds for crash recovery's commit too: a run died before its
+    # commit, and the next run's commit of the pending edit moves the branch, then git is
+    # killed in its post-commit hook. The edit is committed: it is recorded so, never put back.
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    task = repo.root / "backlog" / "tasks" / "task-1 - Task-1.md"
+    before = repo.head()
+    crash_before_commit(repo)
+    install_hook(repo, "post-commit", "#!/bin/sh\nkill -INT $PPID\n")
+
+    proc = repo.run("run", *TODAY, "--json")
+
+    assert repo.git("rev-parse", "HEAD~1").strip() == before
+    assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-ok)"
+    assert repo.status() == "" and task.read_bytes() == git_show(repo, "HEAD", task)
+    assert [a["edit_state"] for a in repo.history() if a["task_id"]] == ["committed"]
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "verify:" not in task.read_text()
+
+
+def test_a_committed_verdict_never_reads_abandoned(tmp_path: Path) -> None:
+    repo = make_verify_repo(tmp_path)
+    path = repo.add_task(1)
+    repo.commit_all("one task")
+    assert repo.run("run", *TODAY).returncode == 0
+    verdict_commit = repo.head()
+    # The state a kill -9 right after the verdict commit leaves: the row still pending.
+    ledger = Ledger(f"sqlite:///{repo.state_dir / 'ledger.db'}")
+    try:
+        (row,) = ledger.history()
+        assert row.edit_state == "committed" and row.commit_sha == verdict_commit
+        row.edit_state, row.commit_sha = "pending", None
+        ledger.update(row)
+    finally:
+        ledger.close()
+    # Then the owner edits the task (and commits it) before the next run.
+    path.write_text(path.read_text().replace("Task 1", "Task one"))
+    repo.git("commit", "-qam", "owner's edit")
+    proc = repo.run("run", *TODAY)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = repo.history()
+    assert [r["edit_state"] for r in rows] == ["committed"], rows
+    assert rows[0]["commit_sha"] == verdict_commit

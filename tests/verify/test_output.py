@@ -13,8 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
-from verify_helpers import ROOT, VerifyRepo, make_verify_repo, verify_argv
+from project import ROOT
+from verify_helpers import VerifyRepo, make_verify_repo, verify_argv
 
 TODAY = ("--today", "2026-11-30")
 
@@ -117,3 +119,45 @@ def test_no_repositories_and_doctor_name_the_config_file(tmp_path: Path) -> None
                           cwd=tmp_path, capture_output=True, text=True, check=False,
                           env={**os.environ, **env, "PYTHONPATH": str(ROOT)})
     assert str(tmp_path / "xdg" / "loop-jobs" / "config.yaml") in proc.stderr, proc.stderr
+
+
+def test_run_list_and_history_show_c1_controls_and_bidi_overrides_escaped(
+        tmp_path: Path) -> None:
+    # `one_line` escaped C0 controls but let the C1 ones through (U+009B is CSI, a terminal's
+    # escape sequence in one character) and the bidirectional overrides, which reverse the rest
+    # of the line: a file name a recipe leaves, or a task file's own name, reached the terminal.
+    csi, rlo = "\x9b", "\u202e"
+    name = f"a{csi}2J{rlo}txt.b"
+    justfile = f"verify-mk:\n    touch '{name}'\n"
+    repo = make_verify_repo(tmp_path, justfile=justfile)
+    repo.add_task(1, notes="verify-cmd: just verify-mk")
+    broken = repo.root / "backlog" / "tasks" / f"task-9 - x{csi}31m{rlo}gnp.md"
+    broken.write_text("---\nid: [\n---\n", encoding="utf-8")
+    repo.commit_all()
+
+    outputs = [repo.run("list", *TODAY), repo.run("run", *TODAY), repo.run("history")]
+    assert [p.returncode for p in outputs] == [0, 1, 0], [p.stderr for p in outputs]
+    for proc in outputs:
+        assert csi not in proc.stdout and rlo not in proc.stdout, proc.stdout
+    assert "x\\x9b31m\\u202egnp.md" in outputs[0].stdout
+    for proc in outputs[1:]:
+        assert "a\\x9b2J\\u202etxt.b" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("closed", [">&-", "2>&-", ">&- 2>&-", "<&- >&- 2>&-"])
+def test_a_run_started_with_its_standard_streams_closed_still_verifies_and_tells_the_truth(
+        tmp_path: Path, closed: str) -> None:
+    # Started with stdout closed (a supervisor or a script's `>&-`), Python has no sys.stdout:
+    # the first printed line raised AttributeError after the verdict commit, the repository was
+    # recorded as an unexpected error and `run` exited 3 for a pass; with stderr closed too,
+    # nothing was verified at all.
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    script = f'exec "$@" {closed}'
+    done = subprocess.run(["sh", "-c", script, "sh", sys.executable, "-m", "jobs.main", "run",
+                           "--config", str(repo.config_path), *TODAY],
+                          capture_output=True, text=True, timeout=120, check=False,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-ok)"
+    events = [e["event"] for e in repo.log_events()]
+    assert "verify.passed" in events and not [e for e in events if "unexpected" in e], events

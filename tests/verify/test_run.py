@@ -491,3 +491,25 @@ def test_timeout_option_overrides_the_configured_limit(tmp_path: Path) -> None:
     assert attempt["verdict"] == "timeout" and attempt["duration"] < 5
     bad = repo.run("run", *TODAY, "--timeout", "soon")
     assert bad.returncode == 2 and "--timeout" in bad.stderr
+
+
+def test_a_just_that_rejects_our_arguments_is_an_error_not_a_failure(tmp_path: Path) -> None:
+    # An old `just`, or another program named just: the infrastructure, never the task's fault.
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "just").write_text("#!/bin/sh\necho \"error: unexpected argument '--dump-format' "
+                               "found\" >&2\nexit 2\n")
+    (fake / "just").chmod(0o755)
+    repo = make_verify_repo(tmp_path / "r")
+    tasks = [repo.add_task(n) for n in (1, 2)]
+    repo.commit_all("tasks")
+    before = [t.read_bytes() for t in tasks]
+    git_dir = os.path.dirname(shutil.which("git") or "/usr/bin/git")
+
+    code, data = repo.run_json("run", *TODAY, env={"PATH": f"{fake}:{git_dir}"})
+
+    assert code == 3
+    assert [r["verdict"] for r in data["results"]] == ["error", "error"]
+    assert "rejected `--dump --dump-format json`" in data["results"][0]["reason"]
+    assert [t.read_bytes() for t in tasks] == before
+    assert repo.subjects() == ["tasks", "setup"]

@@ -27,6 +27,7 @@ import shutil
 import signal
 import sqlite3
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -36,6 +37,7 @@ from pathlib import Path
 import psutil
 import pytest
 from verify_helpers import (
+    ROOT,
     VerifyRepo,
     kill_marked,
     make_verify_repo,
@@ -203,7 +205,6 @@ def remove_holds(b: Bench) -> None:
         (b.markers / name).unlink(missing_ok=True)
 
 
-
 def committed_in_first_run(point: str, group: bool) -> set[str]:
     """Tasks whose verdict a stopped run still commits: those before the held one, and the held
     one once its recipe had ended (its edit is finished, not thrown away) — unless a terminal's
@@ -339,3 +340,52 @@ def test_kill_9_of_the_run_at_any_step_then_rerun(tmp_path: Path, point: str) ->
     twice = point in ("during the recipe", "after the recipe, in the ledger write")
     assert runs.count("a") == 1 and runs.count("c") == 1
     assert runs.count("b") == (2 if twice else 1)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_terminated_run_leaves_no_recipe_behind(tmp_path: Path, sig: int) -> None:
+    started = tmp_path / "started"
+    repo = make_verify_repo(tmp_path, justfile=(
+        f"verify-slow:\n    touch {started}\n    sleep 60\n"))
+    task = repo.add_task(1, notes="verify-cmd: just verify-slow")
+    repo.commit_all()
+    before, head = task.read_bytes(), repo.head()
+    mark = f"review-term-{sig}-{os.getpid()}"
+    proc = start_verify(repo, "run", "--today", "2026-11-30", mark=mark, out=tmp_path / "out")
+    try:
+        wait_for(started, proc)
+        proc.send_signal(sig)
+        assert proc.wait(timeout=30) == 3
+        # Nothing the recipe started outlives the run it belonged to.
+        assert marked_pids(mark) == []
+    finally:
+        kill_marked(mark)
+    out = (tmp_path / "out.stdout").read_text()
+    assert out.startswith("interrupted app TASK-1  just verify-slow"), out
+    assert task.read_bytes() == before and repo.head() == head and repo.status() == ""
+
+
+def test_nohup_still_ignores_sighup(tmp_path: Path) -> None:
+    started = tmp_path / "started"
+    repo = make_verify_repo(tmp_path, justfile=(
+        f"verify-slow:\n    touch {started}\n    sleep 60\n"))
+    repo.add_task(1, notes="verify-cmd: just verify-slow")
+    repo.commit_all()
+    mark = f"review-nohup-{os.getpid()}"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), LOOP_VERIFY_TEST_MARK=mark)
+    argv = ["nohup", sys.executable, "-m", "jobs.main", "run", "--config", str(repo.config_path),
+            "--today", "2026-11-30"]
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    try:
+        wait_for(started, proc)
+        proc.send_signal(signal.SIGHUP)
+        with pytest.raises(subprocess.TimeoutExpired):
+            proc.wait(timeout=1)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 3
+        assert marked_pids(mark) == []
+    finally:
+        proc.kill()
+        kill_marked(mark)

@@ -357,3 +357,61 @@ def test_a_run_with_the_real_hook_pushes_logged_and_a_no_verify_push_caught(
     data = json.loads(capsys.readouterr().out)
     assert {f["commit"]: f["verdict"] for f in data["findings"] if f["commit"]} == {
         done: "PUSH_LOGGED", hidden: "UNGRANTED"}
+
+
+def test_a_refused_closeout_or_a_new_begin_leaves_no_earlier_report_behind(
+        tmp_path: Path) -> None:
+    """`report` re-prints the last report; after a closeout that failed closed (exit 2), or
+    once a new run is armed, an earlier pass must not be re-printed as this run's verdict."""
+    clone, _ = make_repo_with_remote(tmp_path)
+    run_dir = tmp_path / "run"
+    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
+    assert run_cli("closeout", "--run-dir", str(run_dir)).returncode == 0
+    assert run_cli("report", "--run-dir", str(run_dir)).returncode == 0
+    git(clone, "push", "-q", "origin", "HEAD:refs/heads/unlogged")
+    (run_dir / "push-log.jsonl").write_text("not json\n")
+    refused = run_cli("closeout", "--run-dir", str(run_dir))
+    assert refused.returncode == 2 and "push-log.jsonl:1:" in refused.stderr
+    assert run_cli("report", "--run-dir", str(run_dir)).returncode == 2
+
+    (run_dir / "push-log.jsonl").unlink()
+    assert run_cli("closeout", "--run-dir", str(run_dir)).returncode == 1
+    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
+    assert not (run_dir / "audit-after.json").exists()
+    assert run_cli("report", "--run-dir", str(run_dir)).returncode == 2
+
+
+def test_compare_of_snapshot_files_takes_a_charter(tmp_path: Path) -> None:
+    """`snapshot --out` records no charter: `compare --charter` judges by the named file."""
+    clone, _ = make_repo_with_remote(tmp_path)
+    before, after = tmp_path / "before.json", tmp_path / "after.json"
+    assert run_cli("snapshot", "--out", str(before), str(clone)).returncode == 0
+    assert json.loads(before.read_text())["charter_sha256"] is None
+    commit(clone, "backlog/tasks/task-1 - x.md", "x\n", "backlog only")
+    git(clone, "push", "-q", "origin", "HEAD:refs/heads/main")
+    assert run_cli("snapshot", "--out", str(after), str(clone)).returncode == 0
+    charter = tmp_path / "charter.md"
+    charter.write_text("# Charter: o/n loop1\nauthority: release-please o/n\n")
+    judged = run_cli("compare", str(before), str(after), "--charter", str(charter), "--json")
+    assert judged.returncode == 0, judged.stderr
+    assert {f["verdict"] for f in json.loads(judged.stdout)["findings"]} == {"BACKLOG_ONLY"}
+    bad = tmp_path / "bad.md"
+    bad.write_text("# Charter: o/n loop1\nauthority: deploy-anything o/n\n")
+    refused = run_cli("compare", str(before), str(after), "--charter", str(bad))
+    assert refused.returncode == 2 and "deploy-anything" in refused.stderr
+
+
+def test_compare_without_the_armed_charter_grants_nothing(tmp_path: Path) -> None:
+    clone, _ = make_repo_with_remote(tmp_path)
+    run_dir = tmp_path / "run"
+    charter = tmp_path / "charter.md"
+    charter.write_text("# Charter: o/n loop1\nauthority: release-please o/n\n")
+    assert run_cli("begin", str(clone), "--charter", str(charter),
+                   "--run-dir", str(run_dir)).returncode == 0
+    after = tmp_path / "after.json"
+    assert run_cli("snapshot", "--out", str(after), str(clone)).returncode == 0
+    judged = run_cli("compare", str(run_dir / "audit-before.json"), str(after))
+    assert judged.returncode == 0 and judged.stdout.strip() == "audit: no remote changes"
+    # closeout stays strict: the run was armed with a charter.
+    refused = run_cli("closeout", "--run-dir", str(run_dir))
+    assert refused.returncode == 2 and "--charter" in refused.stderr

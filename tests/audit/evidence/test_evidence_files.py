@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from audit_helpers import env_with, git, isolate_git, make_repo_with_remote, run_cli
+from audit_helpers import (
+    Run,
+    env_with,
+    git,
+    isolate_git,
+    make_repo_with_remote,
+    moved_snapshots,
+    run_cli,
+    write_snapshot,
+)
 
 from audit.evidence.charter import charter_sha256, load_charter
 from audit.evidence.pushlog import append_push, read_push_log, same_repo
@@ -254,3 +264,88 @@ def test_add_with_a_malformed_before_snapshot_exits_2(
     assert audit_main(["add", str(clone), "--run-dir", str(run_dir)]) == 2
     assert f"{before}:2: malformed snapshot JSON" in capsys.readouterr().err
     assert before.read_text() == '{"taken_at": "x",\n  "repos": oops}\n'
+
+
+def test_a_number_too_long_for_python_is_a_malformed_input_named_with_its_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Python refuses to convert an integer of more than 4,300 digits (a ValueError that is not
+    a JSONDecodeError): a charter, push log or snapshot holding one stopped the audit with
+    exit 3, "unexpected error", and no file named."""
+    isolate_git(monkeypatch, tmp_path)
+    huge = "9" * 5000
+    clone, before, _, _ = moved_snapshots(tmp_path)
+    good = write_snapshot(tmp_path / "good.json", before)
+    snap = tmp_path / "huge.json"
+    snap.write_text(json.dumps(before)[:-1] + f', "n": {huge}}}')
+    log = tmp_path / "push-log.jsonl"
+    entry = {"repo": str(clone), "remote": "origin", "ref": "refs/heads/main", "old": "0" * 40,
+             "new": "1" * 40, "at": "2026-11-30T07:00:00Z", "source": "test"}
+    log.write_text(json.dumps(entry) + "\n" + json.dumps(entry)[:-1] + f', "n": {huge}}}\n')
+    charter = tmp_path / "charter.md"
+    charter.write_text(f"# Charter: acme/widgets loop{huge}\n")
+    for args, bad, where in (
+            (["compare", str(snap), str(good)], snap, ""),
+            (["compare", str(good), str(good), "--push-log", str(log)], log, ":2"),
+            (["compare", str(good), str(good), "--charter", str(charter)], charter, ":1")):
+        done = run_cli(*args)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.startswith(f"loop-pi-audit: {bad}{where}: "), done.stderr
+        assert "unexpected" not in done.stderr
+
+
+@pytest.mark.parametrize("which", ["push-log.jsonl", "audit-before.json", "charter.md"])
+def test_a_fifo_in_place_of_an_input_file_is_refused_not_waited_on(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, which: str) -> None:
+    """The run directory is the run's to write: a FIFO as its push log (or before-snapshot, or
+    a charter) made closeout wait forever on the read. Only a regular file is read; anything
+    else is a usage error naming it (exit 2)."""
+    isolate_git(monkeypatch, tmp_path)
+    run = Run(tmp_path)
+    run_dir = tmp_path / "run"
+    charter = tmp_path / "charter.md"
+    done = run_cli("begin", str(run.clone), "--run-dir", str(run_dir), "--charter", str(charter))
+    assert done.returncode == 0, done.stderr
+    fifo = charter if which == "charter.md" else run_dir / which
+    fifo.unlink(missing_ok=True)
+    os.mkfifo(fifo)
+    closed = subprocess.run(
+        [sys.executable, "-m", "audit.main", "closeout", "--run-dir", str(run_dir),
+         "--charter", str(charter)], capture_output=True, text=True, timeout=60, check=False)
+    assert closed.returncode == 2, closed.stderr
+    assert closed.stderr.startswith(f"loop-pi-audit: {fifo}: ")
+    assert "not a regular file" in closed.stderr
+
+
+def test_deeply_nested_json_is_a_malformed_line_not_a_traceback(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    isolate_git(monkeypatch, tmp_path)
+    clone, _ = make_repo_with_remote(tmp_path)
+    snap = tmp_path / "snap.json"
+    assert run_cli("snapshot", "--out", str(snap), str(clone)).returncode == 0
+    deep = "[" * 100_000 + "\n"
+    log = tmp_path / "push-log.jsonl"
+    log.write_text('{"not": "a push"}\n' + deep)
+    done = run_cli("compare", str(snap), str(snap), "--push-log", str(log))
+    assert (done.returncode, done.stderr) == (
+        2, f"loop-pi-audit: {log}:1: malformed push-log line: missing key 'repo'\n")
+    log.write_text(deep)
+    done = run_cli("compare", str(snap), str(snap), "--push-log", str(log))
+    assert done.returncode == 2 and f"{log}:1: malformed push-log line" in done.stderr
+    bad = tmp_path / "deep.json"
+    bad.write_text(deep)
+    done = run_cli("compare", str(bad), str(snap))
+    assert done.returncode == 2 and f"{bad}: malformed snapshot JSON" in done.stderr
+
+
+def test_a_run_directory_that_cannot_be_created_is_one_line_and_exit_2(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    isolate_git(monkeypatch, tmp_path)
+    clone, _ = make_repo_with_remote(tmp_path)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    for args in (("begin", str(clone), "--run-dir", str(blocker / "run")),
+                 ("snapshot", "--out", str(blocker / "snap.json"), str(clone))):
+        done = run_cli(*args)
+        assert done.returncode == 2, done.stderr
+        assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1
+        assert done.stderr.startswith("loop-pi-audit: ")

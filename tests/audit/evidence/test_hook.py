@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from audit_helpers import ZERO, commit, git, isolate_git, make_repo_with_remote, rev
+from audit_helpers import ZERO, commit, git, isolate_git, make_repo_with_remote, rev, run_cli
 
 from audit.evidence.pushlog import read_push_log, same_repo
 from audit.evidence.rundir import PUSH_LOG
@@ -306,3 +306,19 @@ def test_install_refuses_to_change_a_pre_push_hook_tracked_in_the_work_tree(
     assert f"{hook} is tracked by git" in err and "record-push" in err
     assert hook.read_text() == "#!/bin/sh\nexit 0\n"
     assert git(clone, "status", "--porcelain") == ""
+
+
+def test_a_relative_run_directory_at_push_time_is_refused_with_why(tmp_path: Path) -> None:
+    """git runs the hook from the top of the work tree, so a relative $LOOP_PI_RUN_DIR that
+    was meant from elsewhere is missing there: the refusal says why."""
+    clone, _ = make_repo_with_remote(tmp_path)
+    run_dir = tmp_path / "run"
+    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
+    assert run_cli("hook", "install", str(clone)).returncode == 0
+    commit(clone, "src/a.py", "a\n", "a")
+    done = subprocess.run(["git", "-C", str(clone), "push", "-q", "origin", "main"],
+                          capture_output=True, text=True, cwd=tmp_path, check=False,
+                          env={**os.environ, "LOOP_PI_RUN_DIR": "run"})
+    assert done.returncode != 0
+    assert "relative $LOOP_PI_RUN_DIR is read from" in done.stderr
+    assert "give an absolute path" in done.stderr

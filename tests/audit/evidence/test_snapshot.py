@@ -12,11 +12,13 @@ from pathlib import Path
 import pytest
 from audit_helpers import (
     commit,
+    env_with,
     git,
     isolate_git,
     make_bare,
     make_repo_with_remote,
     rev,
+    run_cli,
 )
 
 from audit.evidence.rundir import BEFORE
@@ -112,7 +114,7 @@ def test_unreachable_and_hanging_remotes_are_unavailable_with_reasons(
 def test_remote_with_dots_in_its_name_and_pushurl(tmp_path: Path) -> None:
     clone, bare = make_repo_with_remote(tmp_path)
     git(clone, "remote", "add", "my.fork", str(bare))
-    # The push URL must list the same refs as the fetch URL (see test_audit_adversary2).
+    # The push URL must list the same refs as the fetch URL (tests/audit/judge/test_remotes.py).
     git(clone, "push", "-q", str(make_bare(tmp_path / "push-here.git")), "main")
     git(clone, "remote", "set-url", "--push", "my.fork", str(tmp_path / "push-here.git"))
     snap = take_snapshot([clone], charter_sha256=None)
@@ -232,3 +234,16 @@ def test_a_vanished_repository_is_unavailable_not_empty(tmp_path: Path) -> None:
     assert snapshot_complete(snap) == [f"{clone}: {entry['reason']}"]
     (tmp_path / "s.json").write_text(json.dumps(snap))
     assert load_snapshot(tmp_path / "s.json") == snap
+
+
+def test_git_dir_in_the_environment_does_not_redirect_a_snapshot(tmp_path: Path) -> None:
+    a, a_bare = make_repo_with_remote(tmp_path, "a")
+    b, b_bare = make_repo_with_remote(tmp_path, "b")
+    out = tmp_path / "snap.json"
+    done = run_cli("snapshot", "--out", str(out), str(a),
+                   env=env_with(GIT_DIR=str(b / ".git"), GIT_WORK_TREE=str(b)))
+    assert done.returncode == 0, done.stderr
+    snap = json.loads(out.read_text())
+    origin = snap["repos"][str(a.resolve())]["remotes"]["origin"]
+    assert origin["url"] == str(a_bare)
+    assert origin["refs"]["refs/heads/main"] == rev(a, "HEAD")

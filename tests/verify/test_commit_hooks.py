@@ -1,5 +1,6 @@
-"""loop-verify against careless repositories: hooks and recipes that do what a project's own code
-may do by mistake. Real repositories with bare remotes, real `just`, real hooks."""
+"""Verdict commits under careless commit hooks: a hook that leaves a process holding git's
+output, checks out another branch, stuffs or empties the commit, or gets git killed after it
+moved the branch. Real repositories with bare remotes, real `just`, real hooks."""
 
 from __future__ import annotations
 
@@ -7,20 +8,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
-import pytest
-from verify_helpers import VerifyRepo, make_verify_repo
+from verify_helpers import VerifyRepo, git_show, hook, make_verify_repo
 
 TODAY = ("--today", "2026-11-30")
-
-
-def hook(repo: VerifyRepo, name: str, body: str) -> Path:
-    path = repo.root / ".git" / "hooks" / name
-    path.write_text("#!/bin/sh\n" + body)
-    path.chmod(0o755)
-    return path
 
 
 def other_branch(repo: VerifyRepo) -> tuple[str, str]:
@@ -115,11 +107,6 @@ def test_a_verdict_commit_with_extra_paths_is_undone_on_its_branch_when_a_hook_s
     assert repo.git("rev-parse", "other").strip() == other
 
 
-def git_show(repo: VerifyRepo, rev: str, path: Path) -> bytes:
-    return subprocess.run(["git", "show", f"{rev}:{path.relative_to(repo.root)}"], cwd=repo.root,
-                          capture_output=True, check=True).stdout
-
-
 def test_a_commit_git_made_before_it_failed_is_kept_not_rolled_back(tmp_path: Path) -> None:
     # git can fail after it moved the branch ("repository has been updated, but unable to write
     # new index file" on a full disk; killed by a signal while its post-commit hook runs). The
@@ -144,67 +131,6 @@ def test_a_commit_git_made_before_it_failed_is_kept_not_rolled_back(tmp_path: Pa
     assert not list(repo.state_dir.glob("kept/*.md"))
 
 
-def crash_before_commit(repo: VerifyRepo) -> None:
-    """A real `loop-verify run` SIGKILLed after it wrote the first verdict, before git ran."""
-    from verify_helpers import CRASHER, ROOT, verify_argv
-
-    proc = subprocess.run(
-        [sys.executable, "-c", CRASHER, *verify_argv(repo, "run", *TODAY)[3:]],
-        cwd=repo.root, capture_output=True, text=True, timeout=120, check=False,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "CRASH_AT": "commit", "CRASH_NTH": "1"})
-    assert proc.returncode == -signal.SIGKILL, proc.stderr
-    assert [a["edit_state"] for a in repo.history()] == ["pending"]
-
-
-@pytest.mark.parametrize("leave", [("switch", "-q", "-c", "feature"),
-                                   ("switch", "-q", "--detach")], ids=["branch", "detached"])
-def test_a_pending_edit_is_not_committed_onto_another_checkout(
-        tmp_path: Path, leave: tuple[str, ...]) -> None:
-    # A run died between writing a verdict and committing it; the owner then switched to a
-    # branch of their own (git carries the changed task file along). The verdict belongs on
-    # main: the repository is skipped, and the edit stays pending for when main is back.
-    repo = make_verify_repo(tmp_path, tasks=[1])
-    main_before = repo.head()
-    crash_before_commit(repo)
-    repo.git(*leave)
-    here = repo.head()
-
-    proc = repo.run("run", *TODAY, "--json")
-
-    [result] = json.loads(proc.stdout)["results"]
-    assert result["verdict"] == "skipped", result
-    assert proc.returncode == 3
-    assert repo.head() == here and repo.git("rev-parse", "main").strip() == main_before
-    assert [a["edit_state"] for a in repo.history() if a["task_id"]] == ["pending"]
-
-    # Back on main, the next run finishes the edit without running the recipe again.
-    repo.git("switch", "-q", "main")
-    proc = repo.run("run", *TODAY, "--json")
-    assert proc.returncode == 0, proc.stdout
-    assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-ok)"
-    assert repo.status() == ""
-
-
-def test_crash_recovery_keeps_a_commit_git_made_before_it_failed(tmp_path: Path) -> None:
-    # The verdict commit's rule holds for crash recovery's commit too: a run died before its
-    # commit, and the next run's commit of the pending edit moves the branch, then git is
-    # killed in its post-commit hook. The edit is committed: it is recorded so, never put back.
-    repo = make_verify_repo(tmp_path, tasks=[1])
-    task = repo.root / "backlog" / "tasks" / "task-1 - Task-1.md"
-    before = repo.head()
-    crash_before_commit(repo)
-    hook(repo, "post-commit", "kill -INT $PPID\n")
-
-    proc = repo.run("run", *TODAY, "--json")
-
-    assert repo.git("rev-parse", "HEAD~1").strip() == before
-    assert repo.subjects()[0] == "loop-verify: TASK-1 passed (just verify-ok)"
-    assert repo.status() == "" and task.read_bytes() == git_show(repo, "HEAD", task)
-    assert [a["edit_state"] for a in repo.history() if a["task_id"]] == ["committed"]
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "verify:" not in task.read_text()
-
-
 def test_a_verdict_commit_a_hook_emptied_is_undone_not_recorded_committed(
         tmp_path: Path) -> None:
     # A careless pre-commit hook stashes everything to "test what is committed" and pops it
@@ -227,31 +153,6 @@ def test_a_verdict_commit_a_hook_emptied_is_undone_not_recorded_committed(
     assert proc.returncode == 3
     assert repo.head() == head and task.read_bytes() == before
     assert repo.status() == ""
-
-
-def test_a_recipe_killed_from_outside_is_still_checked_for_drift(tmp_path: Path) -> None:
-    # The OOM killer ends a recipe after it wrote into the work tree (here the recipe's shell
-    # SIGKILLs itself: a signal loop-verify did not send). Its task is an `error`, left as it
-    # was; what it left must not be blamed on the next task's recipe as that recipe's drift,
-    # and no later recipe may run on the changed tree.
-    repo = make_verify_repo(tmp_path, tasks=[1, 2], justfile=(
-        "verify-oom:\n    touch half-written.txt\n    kill -KILL $$\n\n"
-        "verify-ok:\n    echo ok\n"))
-    first = repo.root / "backlog" / "tasks" / "task-1 - Task-1.md"
-    first.write_text(first.read_text().replace("just verify-ok", "just verify-oom"))
-    repo.commit_all("task 1 runs verify-oom")
-    second = repo.root / "backlog" / "tasks" / "task-2 - Task-2.md"
-    untouched, head = second.read_bytes(), repo.head()
-
-    proc = repo.run("run", *TODAY, "--json")
-
-    results = json.loads(proc.stdout)["results"]
-    verdicts = [(r["verdict"], r["task_id"]) for r in results]
-    assert ("drift", "TASK-2") not in verdicts, results
-    assert verdicts[0] == ("error", "TASK-1"), results
-    assert "half-written.txt" in " ".join(str(r["reason"]) for r in results), results
-    assert verdicts[-1] == ("skipped", "TASK-2"), results
-    assert second.read_bytes() == untouched and repo.head() == head
 
 
 def test_a_refusing_hook_that_checked_out_another_branch_leaves_the_verdict_kept(

@@ -1,0 +1,63 @@
+"""`loop-verify list`: what it shows of a task, its exit status when a backlog cannot be read or
+no repository is configured, and a file name that is not UTF-8 shown escaped."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from verify_helpers import make_verify_repo
+
+from jobs.main import main as verify_main
+
+TODAY = ("--today", "2026-11-30")
+
+
+def test_list_json_shows_the_label_of_a_task_not_done(tmp_path: Path) -> None:
+    repo = make_verify_repo(tmp_path)
+    repo.add_task(1, status="In Progress", labels=("verify:2026-11-01",))
+    repo.commit_all("task")
+    code, data = repo.run_json("list", *TODAY)
+    assert code == 0
+    [row] = data["tasks"]
+    assert row["state"] == "not done"
+    assert row["label"] == "verify:2026-11-01" and row["label_date"] == "2026-11-01"
+
+
+def test_list_with_no_repositories_is_a_usage_error(tmp_path: Path) -> None:
+    repo = make_verify_repo(tmp_path)
+    config = yaml.safe_load(repo.config_path.read_text())
+    config["repos"] = []
+    repo.config_path.write_text(yaml.safe_dump(config))
+    proc = repo.run("list")
+    assert proc.returncode == 2 and "no repositories" in proc.stderr
+
+
+def test_list_exits_3_when_a_repository_backlog_cannot_be_read(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    config = str(repo.config_path)
+    assert verify_main(["list", "--config", config, "--today", "2026-11-30"]) == 0
+    capsys.readouterr()
+    # A broken config.yml (the error has a line) and a repository with no backlog/ at all.
+    with (repo.root / "backlog" / "config.yml").open("a") as fh:
+        fh.write("statuses: [\n")
+    assert verify_main(["list", "--config", config]) == 3
+    assert "config.yml:" in capsys.readouterr().out
+    plain = tmp_path / "plain"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(plain)], check=True)
+    assert verify_main(["list", "--config", config, "--repo", str(plain), "--json"]) == 3
+    assert "no backlog/ folder" in capsys.readouterr().out
+
+
+def test_list_prints_a_non_utf8_file_name_escaped(tmp_path: Path) -> None:
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    odd = repo.root / "backlog" / "tasks" / os.fsdecode(b"task-2 - \xff.md")
+    odd.write_bytes(b"")
+    # A strict UTF-8 stdout, as on a machine with a real UTF-8 locale.
+    proc = repo.run("list", "--today", "2026-11-30", env={"PYTHONIOENCODING": "utf-8:strict"})
+    assert proc.returncode == 0, proc.stderr
+    assert "task-2 - \\xff.md: empty file" in proc.stdout

@@ -1,0 +1,82 @@
+"""The review's window and `--out`: a window beyond the calendar is a usage error, and `--out` is
+written through a symbolic link or into a FIFO, never replacing them."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from verify_helpers import make_verify_repo
+
+TODAY = ("--today", "2026-11-30")
+
+
+@pytest.mark.parametrize(("args", "option"), [
+    (("--until", "0001-01-01"), "--until"),             # the default window starts 30 days before
+    (("--until", "9999-12-31"), "--until"),             # a whole day: it ends the day after
+    (("--since", "0001-01-01", "--until", "2026-12-01"), "--since"),
+    (("--since", "0001-01-01T00:00:00+05:00", "--until", "2026-12-01"), "--since"),
+])
+def test_a_review_window_beyond_the_calendar_is_a_usage_error(
+        tmp_path: Path, args: tuple[str, ...], option: str) -> None:
+    # Dates at the ends of the calendar overflowed the window's arithmetic: "unexpected error:
+    # OverflowError: date value out of range", exit 3 (could not check) for a typo.
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    out = tmp_path / "review.html"
+    done = repo.run("review", "--config", str(repo.config_path), "--out", str(out), *args)
+    assert done.returncode == 2, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"loop-verify: {option}: "), lines
+    assert "unexpected" not in lines[0] and not out.exists()
+
+    # The widest window taken still makes a report.
+    done = repo.run("review", "--config", str(repo.config_path), "--out", str(out),
+                    "--since", "0002-01-01", "--until", "9998-12-30")
+    assert done.returncode == 0, done.stderr
+    assert out.read_text(encoding="utf-8").startswith("<!doctype html>")
+
+
+def test_the_review_writes_through_a_link_or_into_a_fifo_never_replacing_them(
+        tmp_path: Path) -> None:
+    # `--out` was replaced atomically by a new regular file whatever it was: a link to the
+    # shared reports folder became a file of its own, and, as root, `--out /dev/stdout` or
+    # `--out /dev/null` replaced the device node for the whole machine. (Shown here with a
+    # link and a FIFO: the old code would have destroyed a real device node.)
+    import threading
+
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    assert repo.run("run", *TODAY).returncode == 0
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "latest.html").write_text("old report\n")
+    link = tmp_path / "review.html"
+    link.symlink_to(reports / "latest.html")
+    done = repo.run("review", "--config", str(repo.config_path), "--out", str(link))
+    assert done.returncode == 0, done.stderr
+    assert link.is_symlink() and os.readlink(link) == str(reports / "latest.html")
+    assert (reports / "latest.html").read_text(encoding="utf-8").startswith("<!doctype html>")
+
+    fifo = tmp_path / "review.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    keep_open = os.open(fifo, os.O_WRONLY)  # the reader sees EOF only once this closes too
+    os.set_blocking(reader, True)
+    got: list[bytes] = []
+
+    def read_all() -> None:
+        while chunk := os.read(reader, 65536):
+            got.append(chunk)
+
+    thread = threading.Thread(target=read_all)
+    thread.start()
+    try:
+        done = repo.run("review", "--config", str(repo.config_path), "--format", "markdown",
+                        "--out", str(fifo))
+    finally:
+        os.close(keep_open)
+        thread.join(timeout=30)
+        os.close(reader)
+    assert done.returncode == 0, done.stderr
+    assert fifo.is_fifo(), "the FIFO was replaced by a file"
+    assert b"".join(got).startswith(b"# loop-jobs incident review")
