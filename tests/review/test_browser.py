@@ -209,7 +209,7 @@ def test_every_reason_is_shown(browser: Any, page_file: Path) -> None:
             row = table.locator(f'tr[data-verdicts="{verdict}"]', has_text=words).first
             assert row.is_visible(), verdict
             assert row.locator("p.reason").inner_text().strip(), verdict
-        claimed = table.locator('tr[data-verdicts="skipped"]', has_text="claimed by").first
+        claimed = table.locator('tr[data-verdicts="skipped"]', has_text="verified by").first
         assert SECOND in claimed.inner_text()
         # The summary counts each kind by its name: there is no "other".
         summary = page.locator("#summary").inner_text()
