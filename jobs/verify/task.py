@@ -171,11 +171,11 @@ def check_recipe(ctx: RepoContext, task: eligibility.Classified,
     """A failed Outcome when the recipe cannot exist, an error Attempt, or None to run it."""
     assert task.recipe is not None
     if ctx.recipes is None:
-        ctx.justfile = runner.find_justfile(ctx.root)
-        if ctx.justfile is None:
-            return verdicts.Outcome(verdicts.FAIL, task.recipe, timeout=timeout,
-                                    not_run="no justfile in the repository root")
         try:
+            ctx.justfile = runner.find_justfile(ctx.root)
+            if ctx.justfile is None:
+                return verdicts.Outcome(verdicts.FAIL, task.recipe, timeout=timeout,
+                                        not_run="no justfile in the repository root")
             ctx.recipes = runner.list_recipes(ctx.justfile, ctx.root, just=ctx.just)
         except runner.JustfileInvalid as exc:
             return verdicts.Outcome(verdicts.FAIL, task.recipe, timeout=timeout,

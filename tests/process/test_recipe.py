@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -51,6 +52,28 @@ def run(
 def test_find_justfile_takes_each_accepted_name(tmp_path: Path, name: str) -> None:
     jf = write_justfile(tmp_path / "repo", recipe("verify-a", "true"), name)
     assert find_justfile(tmp_path / "repo") == jf
+
+
+@pytest.mark.parametrize("name", ["JustFile", "JUSTFILE", "jUsTfIlE", ".JustFile", ".JUSTFILE"])
+def test_find_justfile_takes_any_letter_case_as_just_does(tmp_path: Path, name: str) -> None:
+    write_justfile(tmp_path, recipe("verify-a", "echo parent"))
+    root = tmp_path / "repo"
+    jf = write_justfile(root, recipe("verify-a", "echo root"), name)
+    assert find_justfile(root) == jf
+    # and it is the file `just` itself picks there, searching on its own
+    said = subprocess.run([JUST, "verify-a"], cwd=root, capture_output=True, text=True,
+                          check=True)
+    assert said.stdout == "root\n"
+
+
+def test_two_root_justfiles_are_refused_as_just_refuses_them(tmp_path: Path) -> None:
+    write_justfile(tmp_path, recipe("verify-a", "true"), "justfile")
+    write_justfile(tmp_path, recipe("verify-a", "true"), ".JustFile")
+    with pytest.raises(JustfileInvalid, match="multiple candidate justfiles"):
+        find_justfile(tmp_path)
+    said = subprocess.run([JUST, "verify-a"], cwd=tmp_path, capture_output=True, text=True,
+                          check=False)
+    assert said.returncode != 0 and "multiple candidate justfiles" in said.stderr
 
 
 def test_find_justfile_never_uses_a_parent_folders_file(tmp_path: Path) -> None:

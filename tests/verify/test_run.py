@@ -147,8 +147,10 @@ def test_no_justfile_fails_even_with_one_in_a_parent_folder(tmp_path: Path) -> N
     assert not (tmp_path / "PARENT").exists()
 
 
-@pytest.mark.parametrize("name", ["Justfile", ".justfile"])
+@pytest.mark.parametrize("name", ["Justfile", ".justfile", "JustFile", "JUSTFILE"])
 def test_other_justfile_names_are_found(tmp_path: Path, name: str) -> None:
+    # A parent folder's justfile is never the one: the root's own is, in any letter case.
+    (tmp_path / "justfile").write_text("verify-ok:\n    exit 9\n")
     repo = make_verify_repo(tmp_path, justfile=None)
     repo.write_justfile(JUSTFILE, name=name)
     repo.add_task(1)
