@@ -49,6 +49,15 @@ _JUST_SIGNALLED = re.compile(r"^error: recipe `(?P<recipe>[^`]+)` was terminated
                              r"(?:on line \d+ )?by signal (?P<signal>\d+)\s*$",
                              re.IGNORECASE | re.MULTILINE)
 
+# How `just` says it could not run a recipe at all (its shell or interpreter missing, a
+# temporary folder it cannot create): the machine's fault, never the recipe's verdict. Just's
+# own last error line; escape sequences in case a colour setting slipped through.
+_JUST_COULD_NOT_RUN = re.compile(
+    r"^error: (?:recipe `[^`]*` (?:could not be run because "
+    r"|with (?:shebang|command) `.*` execution error: )"
+    r"|backtick could not be run because )")
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
 RecipeEnd = Literal["exited", "timed_out", "interrupted", "error"]
 
 
@@ -157,7 +166,7 @@ def _run(
     tail = read_tail(output_path)
     error = None
     if outcome == "exited":
-        error = _killed_from_outside(exit_code, tail, recipe)
+        error = _killed_from_outside(exit_code, tail, recipe) or _could_not_run(exit_code, tail)
         if error is None and exit_code != 0:
             full = short_of_space(output_path.parent)
             if full is not None:
@@ -191,6 +200,23 @@ def _killed_from_outside(exit_code: int | None, tail: str, recipe: str) -> str |
         name = f"signal {signum}"
     return (f"the recipe was killed by {name}, which loop-verify did not send "
             "(the OOM killer or another process); the task is left as it was")
+
+
+def _could_not_run(exit_code: int | None, tail: str) -> str | None:
+    """What `just` said when it could not run the recipe at all, or None.
+
+    Its error is its last word: the last `error: ` line of the output (a backtick's error is
+    followed only by the lines that point into the justfile). A recipe that prints the same
+    words and fails is followed by `just`'s own "failed with exit code" line, so it is not
+    taken for one."""
+    if exit_code != 1:
+        return None
+    for line in reversed(_ANSI.sub("", tail).splitlines()):
+        if line.startswith("error: "):
+            if _JUST_COULD_NOT_RUN.match(line) is None:
+                return None
+            return "just could not run the recipe: " + line[len("error: "):]
+    return None
 
 
 class _Ticker:

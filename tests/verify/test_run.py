@@ -176,6 +176,32 @@ def test_just_not_on_path_is_an_error_and_leaves_the_task(repo: VerifyRepo) -> N
     assert repo.subjects()[0].endswith("passed (just verify-ok)")
 
 
+def test_a_shell_missing_on_this_machine_is_an_error_and_leaves_every_task(
+        repo: VerifyRepo) -> None:
+    # `set shell := ["zsh", "-cu"]` on a machine (or a scheduled job's PATH) without zsh: just
+    # says the recipes "could not be run". No task may be reopened for it.
+    repo.write_justfile('set shell := ["loop-verify-test-no-zsh", "-cu"]\n' + JUSTFILE)
+    tasks = [repo.add_task(n) for n in (1, 2)]
+    repo.commit_all("tasks")
+    before, state = [t.read_bytes() for t in tasks], snapshot(repo)
+
+    proc = repo.run("run", *TODAY)
+
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    for task, old in zip(tasks, before, strict=True):
+        assert_untouched(repo, task, old, state)
+    attempts = repo.history()
+    assert [a["verdict"] for a in attempts] == ["error", "error"]
+    assert all("could not find the shell `loop-verify-test-no-zsh`" in a["reason"]
+               for a in attempts)
+    # Tried again next run, once the shell is there.
+    repo.write_justfile(JUSTFILE)
+    repo.commit_all("justfile")
+    assert repo.run("run", *TODAY).returncode == 0
+    assert [s for s in repo.subjects() if "passed" in s] == [
+        "loop-verify: TASK-2 passed (just verify-ok)", "loop-verify: TASK-1 passed (just verify-ok)"]
+
+
 def test_waiting_not_done_and_refused_run_nothing(repo: VerifyRepo) -> None:
     marker = repo.root.parent / "ran"
     repo.write_justfile(f"verify-ok:\n    touch {marker}\n")
