@@ -10,6 +10,7 @@ from datetime import UTC, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from jobs.config.expand import ExpandError, expand, expand_tilde
 from jobs.config.fast import read_simple
 from jobs.core.durations import parse_duration, parse_retention
 from jobs.core.errors import ConfigError, UsageError
@@ -188,7 +189,8 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
     base_dir = path.parent if path else Path.cwd()
 
     def fail(key: str, value: object, problem: str) -> ConfigError:
-        line = lines.get(key)
+        # A `repos` item written as a bare path has a line, not its `path` key.
+        line = lines.get(key) or lines.get(key.rpartition(".")[0])
         src = f"{where}:{line}" if line else where
         return ConfigError(src, key, value, problem)
 
@@ -212,12 +214,14 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
             raise fail(key, value, "contains a NUL character")
         return value
 
-    def local_path(key: str, value: object) -> Path:
+    def expanded(key: str, value: object, *, tilde: bool = True) -> str:
         try:
-            p = Path(text(key, value)).expanduser()
-        except RuntimeError:
-            raise fail(key, value, "cannot expand '~': no such user or no home directory") \
-                from None
+            return expand(text(key, value), env, tilde=tilde)
+        except ExpandError as exc:
+            raise fail(key, value, str(exc)) from None
+
+    def local_path(key: str, value: object) -> Path:
+        p = Path(expanded(key, value))
         return p if p.is_absolute() else (base_dir / p)
 
     timeout = duration("timeout", data["timeout"]) if "timeout" in data else DEFAULT_TIMEOUT
@@ -248,7 +252,12 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
     log_file = (local_path("log_file", data["log_file"]) if "log_file" in data
                 else default_log_file(env, state_dir))
     if "ledger" in data:
-        ledger = text("ledger", data["ledger"])
+        ledger = expanded("ledger", data["ledger"], tilde=False)
+        if ledger.startswith("sqlite:///~"):
+            try:
+                ledger = "sqlite:///" + expand_tilde(ledger.removeprefix("sqlite:///"), env)
+            except ExpandError as exc:
+                raise fail("ledger", data["ledger"], str(exc)) from None
         if "://" not in ledger:
             raise fail("ledger", ledger, "expected an SQLAlchemy URL such as sqlite:///path")
         dialect = ledger.split("://", 1)[0].split("+", 1)[0].lower()
