@@ -73,6 +73,26 @@ def exclusive_lock(path: Path, *, wait: bool = False) -> Iterator[int]:
         os.close(fd)
 
 
+def cannot_write_into(folder: Path) -> str | None:
+    """Why no file can be created in `folder` (or, while it does not exist, in its nearest
+    existing parent, where it would be made), or None.
+
+    Tried for real — a probe file created and removed — because no mode bit tells: root writes
+    where the mode says no, and not into an immutable folder, a read-only mount or a full disk.
+    """
+    folder = Path(folder)
+    while not folder.is_dir() and folder.parent != folder:
+        folder = folder.parent
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".loop-verify-probe-", dir=folder)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+    return None
+
+
 def read_regular(path: Path | str, limit: int | None = None) -> bytes:
     """The file's bytes (at most `limit` of them); OSError (FileNotFoundError when absent) for
     anything that is not a regular file once symlinks are followed. A FIFO or a device where a
