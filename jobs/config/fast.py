@@ -12,8 +12,8 @@ SafeLoader is plain to see and answers None for anything else, so the caller ask
 * values: `[]`; a single-quoted scalar; a double-quoted one without backslashes; an integer
   `0` or `[1-9][0-9]*`, a decimal `1.5`; a duration such as `30m` or `1.5h`; or plain text
   starting with a letter, `/`, `~` or `$` made of letters, digits, ` _./~+@%=${}-` and colons
-  followed by one of those (not `yes`, `null` and the like, which SafeLoader reads as booleans or null);
-  each optionally followed by spaces and a `# comment`.
+  followed by one of those (not `yes`, `null` and the like, which SafeLoader reads as booleans
+  or null); each optionally followed by spaces and a `# comment`.
 
 Within that subset SafeLoader resolves the plain texts as strings: the implicit resolvers it
 has for a first letter are only booleans and null, none for `/` or for `~` followed by more

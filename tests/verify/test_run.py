@@ -199,7 +199,8 @@ def test_a_shell_missing_on_this_machine_is_an_error_and_leaves_every_task(
     repo.commit_all("justfile")
     assert repo.run("run", *TODAY).returncode == 0
     assert [s for s in repo.subjects() if "passed" in s] == [
-        "loop-verify: TASK-2 passed (just verify-ok)", "loop-verify: TASK-1 passed (just verify-ok)"]
+        "loop-verify: TASK-2 passed (just verify-ok)",
+        "loop-verify: TASK-1 passed (just verify-ok)"]
 
 
 def test_waiting_not_done_and_refused_run_nothing(repo: VerifyRepo) -> None:
