@@ -19,7 +19,7 @@ from project import ROOT
 from verify_helpers import JUSTFILE, VerifyRepo, make_verify_repo
 
 from jobs.backlog.scan import parse_task
-from jobs.core.fs import exclusive_lock
+from jobs.core.fs import exclusive_dir_lock
 
 TODAY = ("--today", "2026-11-30")
 
@@ -297,7 +297,7 @@ def test_locked_repository_is_skipped(repo: VerifyRepo) -> None:
     task = repo.add_task(1)
     repo.commit_all("task 1")
     before, state = task.read_bytes(), snapshot(repo)
-    with exclusive_lock(repo.root / ".git" / "loop-verify.lock"):
+    with exclusive_dir_lock(repo.root / ".git"):
         code, data = repo.run_json("run", *TODAY)
     assert code == 3
     assert [r["verdict"] for r in data["results"]] == ["locked"]
