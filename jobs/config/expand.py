@@ -8,6 +8,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
+
+from jobs.core.errors import ConfigError
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _DOLLAR = re.compile(rf"\$(?:(?P<name>{_NAME})|\{{(?P<braced>[^}}]*)\}}|(?P<dollar>\$))")
@@ -49,6 +52,14 @@ def expand(raw: str, env: Mapping[str, str], *, tilde: bool = True) -> str:
     return "".join(out)
 
 
+def expand_ledger(raw: str, env: Mapping[str, str]) -> str:
+    """A ledger URL with its variables expanded, and a `~` right after `sqlite:///`."""
+    url = expand(raw, env, tilde=False)
+    if url.startswith("sqlite:///~"):
+        url = "sqlite:///" + expand_tilde(url.removeprefix("sqlite:///"), env)
+    return url
+
+
 def _plain(text: str, start: int, end: int) -> str:
     """Text between expansions: a `$` left there starts nothing the syntax knows."""
     part = text[start:end]
@@ -71,3 +82,14 @@ def expand_tilde(raw: str, env: Mapping[str, str]) -> str:
     if expanded == head:
         raise ExpandError(f"cannot expand '{head}': no such user or no home directory")
     return expanded + sep + rest
+
+
+def expand_user(raw: str | Path, where: Path | str, key: str) -> Path:
+    """`~` and `~user` in a path given on the command line (whose shell expanded the rest); an
+    unknown user is a ConfigError, not a RuntimeError."""
+    try:
+        return Path(raw).expanduser()
+    except RuntimeError:
+        raise ConfigError(where, key, str(raw), "cannot expand '~': no such user or no home "
+                          "directory") from None
+

@@ -9,9 +9,9 @@ and an `event` from our own vocabulary of dotted snake_case names. A library's f
 from __future__ import annotations
 
 import contextlib
-import os
 import logging
 import logging.handlers
+import os
 import re
 import sys
 import uuid
