@@ -36,12 +36,11 @@ from verify_helpers import (
     wait_for,
 )
 
-from jobs.core.fs import exclusive_lock
+from jobs.core.fs import exclusive_dir_lock
 from jobs.core.host import default_machine
 from jobs.ledger.model import Attempt, Run
 from jobs.ledger.runs import save_run
 from jobs.ledger.store import Ledger
-from jobs.verify.repo_run import LOCK_NAME
 
 HOSTILE_TITLE = '<script>alert("title")</script> disk check'
 HOSTILE_OUTPUT = "<script>alert('output')</script>"
@@ -222,8 +221,7 @@ def not_checked(base: Path, ops: VerifyRepo, config: Path) -> None:
     dirty = ops.run(*run)
     assert dirty.returncode == 3 and "skipped" in dirty.stdout, dirty.stdout + dirty.stderr
     git(ops.root, "checkout", "--", "README.md")
-    with exclusive_lock(Path(git(ops.root, "rev-parse", "--absolute-git-dir").strip())
-                        / LOCK_NAME):
+    with exclusive_dir_lock(Path(git(ops.root, "rev-parse", "--absolute-git-dir").strip())):
         locked = ops.run(*run)
     assert locked.returncode == 3 and "locked" in locked.stdout, locked.stdout + locked.stderr
     write_task(ops, 2, "Long check", "verify-wait")

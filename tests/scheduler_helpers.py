@@ -39,6 +39,9 @@ def write_config(directory: Path, **keys: Any) -> Config:
     directory.mkdir(parents=True, exist_ok=True)
     data = {"state_dir": str(directory / "state"), "log_file": str(directory / "log.jsonl"),
             **keys}
+    for key in ("state_dir", "log_file", "ledger"):
+        if isinstance(data.get(key), str):
+            data[key] = data[key].replace("$", "$$")  # a literal `$` (docs/configuration.md)
     path = directory / "config.yaml"
     path.write_text(json.dumps(data), encoding="utf-8")  # JSON is YAML
     return load_config(path)

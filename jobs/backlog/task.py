@@ -15,6 +15,7 @@ import stat
 from pathlib import Path
 from typing import NamedTuple
 
+from jobs.backlog.fences import has_fence, mask_fences
 from jobs.backlog.frontmatter import (
     NULLS,
     FrontmatterYAMLError,
@@ -182,10 +183,13 @@ _OPEN_AT_EOL = re.compile(r"<!--(?:(?!-->)[^\n])*+\n")  # a comment still open a
 
 
 def verify_cmd_lines(text: str, start: int = 0, end: int | None = None) -> list[str]:
-    """The body's `verify-cmd` lines between `start` and `end`, leaving out those inside an HTML
-    comment (`<!-- ... -->`; one never closed runs to the end of the file, as in Markdown). The
-    Backlog.md section markers are comments of one line and hide nothing."""
+    """The body's `verify-cmd` lines between `start` and `end`, leaving out those inside a fenced
+    code block or an HTML comment (`<!-- ... -->`; one never closed runs to the end of the file,
+    as in Markdown). The Backlog.md section markers are comments of one line and hide nothing."""
     stop = len(text) if end is None else end
+    if has_fence(text, start):
+        # A fenced code block is text: neither its `verify-cmd` lines nor a `<!--` in it count.
+        text = mask_fences(text, start)
     found = _CMD_LINE.finditer(text, start, stop)
     if text.find("<!--", start, stop) < 0 or _OPEN_AT_EOL.search(text, start, stop) is None:
         # No comment runs past the end of its line: then none can hide a line that starts

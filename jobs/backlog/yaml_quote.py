@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 
-_PLAIN_UNSAFE_FIRST = set("-?:,[]{}#&*!|>'\"%@`")
-_PLAIN_UNSAFE = set(",[]{}:#")
+# js-yaml 3's indicators that may not start a plain scalar (`=` among them, which YAML 1.1
+# reserved), and the characters that may not appear in one: `#` only after a space.
+_PLAIN_UNSAFE_FIRST = set("-?:,[]{}#&*!|=>'\"%@`")
+_PLAIN_UNSAFE = set(",[]{}:")
 _DEPRECATED_BOOLEANS = frozenset(
     "y Y yes Yes YES on On ON n N no No NO off Off OFF".split())
 _IMPLICIT = [
@@ -39,7 +41,8 @@ def yaml_scalar(value: str, *, flow: bool = False) -> str:
     if value in _DEPRECATED_BOOLEANS:
         return f"'{value}'"
     plain = (value[0] not in _PLAIN_UNSAFE_FIRST and not value[0].isspace()
-             and not value[-1].isspace() and not any(c in _PLAIN_UNSAFE for c in value))
+             and not value[-1].isspace() and not any(c in _PLAIN_UNSAFE for c in value)
+             and " #" not in value and "\t#" not in value)
     if flow and any(c in ",[]{}" for c in value):
         plain = False
     if plain and not any(p.match(value) for p in _IMPLICIT):

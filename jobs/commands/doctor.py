@@ -144,7 +144,11 @@ def repo_check(root: Path, branch: str, ledger: Ledger | None) -> Check:
             return Check(name, False, readiness.not_ready(None, state, branch, hidden) or "",
                          "clear the flag (and commit or undo the change); loop-verify skips "
                          "a work tree git status cannot vouch for")
-        if runner.find_justfile(root) is None:
+        try:
+            justfile = runner.find_justfile(root)
+        except runner.JustfileInvalid as exc:
+            return Check(name, False, exc.message, "keep one justfile in the repository root")
+        if justfile is None:
             return Check(name, False, "no justfile in the repository root",
                          "every due task there will fail with `no justfile`")
         problem = (identity_check(root) or commit_check(root, branch)

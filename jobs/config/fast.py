@@ -10,10 +10,11 @@ SafeLoader is plain to see and answers None for anything else, so the caller ask
   indentation), where `key` is one of the keys the file may hold (an unknown key goes to PyYAML,
   which gives it its line) and no key is repeated;
 * values: `[]`; a single-quoted scalar; a double-quoted one without backslashes; an integer
-  `0` or `[1-9][0-9]*`, a decimal `1.5`; a duration such as `30m` or `1.5h`; or plain text
-  starting with a letter, `/` or `~` made of letters, digits, ` _./~+@%=-` and colons followed
-  by one of those (not `yes`, `null` and the like, which SafeLoader reads as booleans or null);
-  each optionally followed by spaces and a `# comment`.
+  `0` or `[1-9][0-9]*`, a decimal `1.5`; a duration such as `30m` or `1.5h` or a size such as
+  `16MiB`; or plain text
+  starting with a letter, `/`, `~` or `$` made of letters, digits, ` _./~+@%=${}-` and colons
+  followed by one of those (not `yes`, `null` and the like, which SafeLoader reads as booleans
+  or null); each optionally followed by spaces and a `# comment`.
 
 Within that subset SafeLoader resolves the plain texts as strings: the implicit resolvers it
 has for a first letter are only booleans and null, none for `/` or for `~` followed by more
@@ -35,15 +36,15 @@ _NOT_TEXT = frozenset(
     "null Null NULL ~".split())
 
 # A colon is text when no space follows it (`sqlite:///x`, `postgresql://h/db`).
-_PLAIN_CHARS = r"(?:[A-Za-z0-9_./~+@%=-]|:(?=[A-Za-z0-9_./~+@%=-]))"
+_PLAIN_CHARS = r"(?:[A-Za-z0-9_./~+@%=${}-]|:(?=[A-Za-z0-9_./~+@%=${}-]))"
 _VALUE = (r"(?P<empty>)"
           r"|(?P<flow>\[\])"
           r"|'(?P<sq>(?:[ -&(-~]|'')*)'"
           r'|"(?P<dq>[ !#-\[\]-~]*)"'
           r"|(?P<int>0|[1-9][0-9]*)"
           r"|(?P<float>[0-9]+\.[0-9]+)"
-          r"|(?P<unit>[0-9]+(?:\.[0-9]+)?[smhd])"
-          rf"|(?P<plain>[A-Za-z/~]{_PLAIN_CHARS}*(?: +{_PLAIN_CHARS}+)*)")
+          r"|(?P<unit>[0-9]+(?:\.[0-9]+)?(?:[smhd]|[KMG]i?B))"
+          rf"|(?P<plain>[A-Za-z/~$]{_PLAIN_CHARS}*(?: +{_PLAIN_CHARS}+)*)")
 # Every line of the subset, in one pattern (each one compiled costs every start-up): an
 # indentation, an item's `- `, a key, a value, a comment (a `#` at the start or after a space).
 _LINE = re.compile(rf"(?P<indent> *)(?P<dash>- )?(?:(?P<key>[a-z_]+):(?= |$))? *(?:{_VALUE})"

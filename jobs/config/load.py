@@ -10,7 +10,10 @@ from datetime import UTC, tzinfo
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from jobs.config.expand import ExpandError, expand, expand_ledger
+from jobs.config.expand import expand_user as expand_user
 from jobs.config.fast import read_simple
+from jobs.config.sizes import DEFAULT_OUTPUT_LIMIT, size_of
 from jobs.core.durations import parse_duration, parse_retention
 from jobs.core.errors import ConfigError, UsageError
 from jobs.core.host import default_log_file, default_machine, default_state_dir, home_dir
@@ -32,7 +35,8 @@ _SCHEDULE = r"^([01]?\d|2[0-3]):([0-5]\d)$"
 _APPRISE_URL = r"^[A-Za-z][A-Za-z0-9+.-]*://[^\s\x00-\x1f\x7f]+$"
 
 TOP_KEYS = {"repos", "timeout", "kill_grace", "timezone", "schedule", "state_dir", "log_file",
-            "ledger", "machine", "output_retention", "notify", "heartbeat"}
+            "ledger", "machine", "output_retention", "notify", "heartbeat",
+            "output_limit"}
 REPO_KEYS = {"path", "branch", "timeout"}
 
 # The databases the ledger is built and tested on (SQLAlchemy dialect names).
@@ -61,6 +65,7 @@ class Config(NamedTuple):
     output_retention: float = DEFAULT_OUTPUT_RETENTION
     notify: tuple[str, ...] = ()       # Apprise URLs told after a run that exits 1 or 3
     heartbeat: str | None = None       # a Healthchecks-style ping URL
+    output_limit: int = DEFAULT_OUTPUT_LIMIT
 
     def timeout_for(self, repo: RepoConfig) -> float:
         return repo.timeout if repo.timeout is not None else self.timeout
@@ -68,15 +73,6 @@ class Config(NamedTuple):
     @property
     def schedule_text(self) -> str:
         return f"{self.schedule[0]:02d}:{self.schedule[1]:02d}"
-
-
-def expand_user(raw: str | Path, where: Path | str, key: str) -> Path:
-    """`~` and `~user` expanded; an unknown user is a ConfigError, not a RuntimeError."""
-    try:
-        return Path(raw).expanduser()
-    except RuntimeError:
-        raise ConfigError(where, key, str(raw), "cannot expand '~': no such user or no home "
-                          "directory") from None
 
 
 def find_config_path(explicit: str | Path | None, env: Mapping[str, str]) -> tuple[Path, bool]:
@@ -188,7 +184,8 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
     base_dir = path.parent if path else Path.cwd()
 
     def fail(key: str, value: object, problem: str) -> ConfigError:
-        line = lines.get(key)
+        # A `repos` item written as a bare path has a line, not its `path` key.
+        line = lines.get(key) or lines.get(key.rpartition(".")[0])
         src = f"{where}:{line}" if line else where
         return ConfigError(src, key, value, problem)
 
@@ -212,12 +209,14 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
             raise fail(key, value, "contains a NUL character")
         return value
 
-    def local_path(key: str, value: object) -> Path:
+    def expanded(key: str, value: object) -> str:
         try:
-            p = Path(text(key, value)).expanduser()
-        except RuntimeError:
-            raise fail(key, value, "cannot expand '~': no such user or no home directory") \
-                from None
+            return (expand_ledger if key == "ledger" else expand)(text(key, value), env)
+        except ExpandError as exc:
+            raise fail(key, value, str(exc)) from None
+
+    def local_path(key: str, value: object) -> Path:
+        p = Path(expanded(key, value))
         return p if p.is_absolute() else (base_dir / p)
 
     timeout = duration("timeout", data["timeout"]) if "timeout" in data else DEFAULT_TIMEOUT
@@ -248,7 +247,7 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
     log_file = (local_path("log_file", data["log_file"]) if "log_file" in data
                 else default_log_file(env, state_dir))
     if "ledger" in data:
-        ledger = text("ledger", data["ledger"])
+        ledger = expanded("ledger", data["ledger"])
         if "://" not in ledger:
             raise fail("ledger", ledger, "expected an SQLAlchemy URL such as sqlite:///path")
         dialect = ledger.split("://", 1)[0].split("+", 1)[0].lower()
@@ -279,6 +278,8 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
     notify = _notify_urls(data.get("notify"), fail) if "notify" in data else ()
     heartbeat = _heartbeat_url(data["heartbeat"], fail) if "heartbeat" in data else None
 
+    output_limit = size_of(data, "output_limit", DEFAULT_OUTPUT_LIMIT, fail)
+
     repos: list[RepoConfig] = []
     raw_repos = data.get("repos", [])
     if raw_repos is None:
@@ -306,7 +307,8 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
     return Config(source=path, repos=tuple(repos), timeout=timeout, kill_grace=grace,
                   timezone=tz, timezone_name=tz_name, schedule=schedule, state_dir=state_dir,
                   log_file=log_file, ledger=ledger, machine=machine,
-                  output_retention=retention, notify=notify, heartbeat=heartbeat)
+                  output_retention=retention, notify=notify, heartbeat=heartbeat,
+                  output_limit=output_limit)
 
 
 def _notify_urls(raw: object, fail: Any) -> tuple[str, ...]:

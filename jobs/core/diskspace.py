@@ -24,3 +24,30 @@ def short_of_space(folder: Path, need: int = MIN_FREE) -> str | None:
     if free >= need:
         return None
     return f"its file system is full ({free // 1024} KiB free)"
+
+
+def largest_files(folder: Path, count: int = 3) -> str:
+    """What fills `folder`'s tree: its largest files, for a message saying why a disk is full."""
+    sizes: list[tuple[int, str]] = []
+    for top, _dirs, files in os.walk(folder, onerror=lambda _exc: None):
+        for name in files:
+            path = os.path.join(top, name)
+            try:
+                sizes.append((os.lstat(path).st_blocks * 512, path))
+            except OSError:
+                continue
+    sizes.sort(reverse=True)
+    if not sizes or sizes[0][0] == 0:
+        return f"nothing large under {folder}: the space went elsewhere on that file system"
+    shown = ", ".join(f"{os.path.relpath(path, folder)} ({_size(size)})"
+                      for size, path in sizes[:count] if size)
+    return f"the largest files under {folder}: {shown}"
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} B"
+

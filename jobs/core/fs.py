@@ -73,6 +73,47 @@ def exclusive_lock(path: Path, *, wait: bool = False) -> Iterator[int]:
         os.close(fd)
 
 
+def cannot_write_into(folder: Path) -> str | None:
+    """Why no file can be created in `folder` (or, while it does not exist, in its nearest
+    existing parent, where it would be made), or None.
+
+    Tried for real — a probe file created and removed — because no mode bit tells: root writes
+    where the mode says no, and not into an immutable folder, a read-only mount or a full disk.
+    """
+    folder = Path(folder)
+    while not folder.is_dir() and folder.parent != folder:
+        folder = folder.parent
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".loop-verify-probe-", dir=folder)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+    return None
+
+
+@contextlib.contextmanager
+def exclusive_dir_lock(folder: Path) -> Iterator[int]:
+    """Hold an flock on the folder itself for the block (LockBusy when another holds it).
+
+    A lock file in a folder others write to can be deleted under its holder (a recipe's
+    `rm -f .git/*.lock` clean-up): the next process then locks a new file of the same name and
+    both go ahead. The folder cannot go while it holds what the holder works on. Dropped by the
+    kernel when the process dies, however it dies; close-on-exec, so no child inherits it."""
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise LockBusy(str(folder)) from exc
+            raise
+        yield fd
+    finally:
+        os.close(fd)
+
+
 def read_regular(path: Path | str, limit: int | None = None) -> bytes:
     """The file's bytes (at most `limit` of them); OSError (FileNotFoundError when absent) for
     anything that is not a regular file once symlinks are followed. A FIFO or a device where a

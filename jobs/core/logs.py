@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import logging.handlers
+import os
 import re
 import sys
 import uuid
@@ -125,6 +126,20 @@ class _LogFile(logging.handlers.WatchedFileHandler):
     """
 
     told = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        # WatchedFileHandler reopens a file deleted under it outside its own error handling: a
+        # recipe that removes the log's folder would make the next event raise in the run.
+        try:
+            self.reopenIfNeeded()
+        except OSError:
+            try:
+                os.makedirs(os.path.dirname(self.baseFilename), exist_ok=True)
+                self.reopenIfNeeded()
+            except OSError:
+                self.handleError(record)
+                return
+        logging.FileHandler.emit(self, record)
 
     def handleError(self, record: logging.LogRecord) -> None:
         if self.told:

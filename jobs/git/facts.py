@@ -25,3 +25,4 @@ class CommitFacts:
     signing: bool = False                        # commit.gpgsign is set
     signing_error: str | None = None             # why a signed commit fails, when it does
     ignored: tuple[tuple[str, str], ...] = ()    # (path, "file:line:pattern" ignoring it)
+    unwritable: tuple[tuple[str, str], ...] = ()  # (folder, why no task file can be written)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from jobs.core.fs import cannot_write_into
 from jobs.git.facts import CommitFacts, WorkTreeState
 from jobs.git.run import STOP_GRACE, Finished, GitError, run, said
 
@@ -298,7 +299,12 @@ def commit_facts(root: Path, branch: str, paths: Sequence[str]) -> CommitFacts:
         for line in out.splitlines():
             rule, _, path = line.partition("\t")
             ignored.append((path, rule))
-    return CommitFacts(locks, signing, signing_error, tuple(ignored))
+    unwritable: list[tuple[str, str]] = []
+    for folder in sorted({str(Path(p).parent) for p in paths}):
+        why = cannot_write_into(root / folder)
+        if why is not None:
+            unwritable.append((folder, why))
+    return CommitFacts(locks, signing, signing_error, tuple(ignored), tuple(unwritable))
 
 
 def committer_problem(root: Path) -> str | None:

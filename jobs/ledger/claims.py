@@ -13,6 +13,7 @@ released (the recipe never judged the task: anyone may try again).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -32,12 +33,13 @@ log = get_logger("loop-jobs.claims")
 # Prepared once, with parameters: SQLAlchemy then compiles each statement once per run.
 _INSERT = claims.insert()
 # Only one machine's UPDATE can match: the row is locked and the condition re-checked. An
-# unfinished claim of this machine on this clone was left by a run that died: the caller holds
-# the clone's lock, so no live run of ours can hold it.
+# unfinished claim is taken over when it expired, or when it is this machine's on this clone
+# and its run was proved dead (`c_dead`, that run's id): holding the clone's lock is no proof.
 _TAKE_OVER = claims.update().where(
     claims.c.key == sa.bindparam("c_key"), claims.c.finished_at.is_(None),
     (claims.c.expires_at < sa.bindparam("c_now"))
-    | ((claims.c.machine == sa.bindparam("c_machine")) & (claims.c.repo == sa.bindparam("c_repo"))))
+    | ((claims.c.machine == sa.bindparam("c_machine")) & (claims.c.repo == sa.bindparam("c_repo"))
+       & (claims.c.run_id == sa.bindparam("c_dead"))))
 _BY_KEY = sa.select(claims).where(claims.c.key == sa.bindparam("c_key"))
 _MINE = (claims.c.key == sa.bindparam("c_key")) & (claims.c.run_id == sa.bindparam("c_run"))
 _FINISH = claims.update().where(_MINE)
@@ -100,11 +102,12 @@ class Held:
         return f"verified {who} at {at}" + (f" ({what})" if what else "")
 
 
-def take(ledger: Ledger, claim: Claim, *, repo: str, ttl: float,
-         now: datetime | None = None) -> Held | None:
+def take(ledger: Ledger, claim: Claim, *, repo: str, ttl: float, now: datetime | None = None,
+         is_dead: Callable[[str], bool] | None = None) -> Held | None:
     """Claim the verification; None when it is ours to run, else who holds it.
 
-    The caller holds the lock of the clone at `repo`.
+    The caller holds the lock of the clone at `repo`. An unexpired claim of this machine on
+    this clone is taken over only when `is_dead` proves its run dead.
 
     Raises SQLAlchemyError when the ledger cannot be reached: without a claim nothing runs.
     """
@@ -129,8 +132,15 @@ def take(ledger: Ledger, claim: Claim, *, repo: str, ttl: float,
         return True
 
     def take_over(conn: sa.Connection) -> tuple[bool, sa.Row[Any] | None]:
+        dead = None
+        if is_dead is not None:
+            row = conn.execute(_BY_KEY, {"c_key": claim.key}).first()
+            if (row is not None and row.finished_at is None and row.machine == claim.machine
+                    and row.repo == repo and is_dead(row.run_id)):
+                dead = row.run_id
         done = conn.execute(_TAKE_OVER, {**values, "c_key": claim.key, "c_now": moment,
-                                         "c_machine": claim.machine, "c_repo": repo})
+                                         "c_machine": claim.machine, "c_repo": repo,
+                                         "c_dead": dead})
         if done.rowcount == 1:
             return True, None
         return False, conn.execute(_BY_KEY, {"c_key": claim.key}).first()

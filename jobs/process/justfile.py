@@ -16,7 +16,8 @@ from typing import Any
 
 from jobs.process.exe import executable
 
-JUSTFILE_NAMES = ("justfile", "Justfile", ".justfile")
+# `just` takes a folder's file named `justfile` or `.justfile` in any letter case.
+JUSTFILE_NAMES = ("justfile", ".justfile")
 
 
 class RecipeError(Exception):
@@ -38,13 +39,19 @@ class JustfileInvalid(Exception):
 
 
 def find_justfile(root: Path) -> Path | None:
-    """The repository root's own justfile; a parent folder's never counts."""
+    """The repository root's own justfile as `just` finds it there (`justfile` or `.justfile`,
+    in any letter case); a parent folder's never counts. Two of them is what `just` refuses
+    too: `JustfileInvalid`."""
     root = Path(root)
-    for name in JUSTFILE_NAMES:
-        candidate = root / name
-        if candidate.is_file():
-            return candidate
-    return None
+    try:
+        names = sorted(entry.name for entry in os.scandir(root)
+                       if entry.name.lower() in JUSTFILE_NAMES and entry.is_file())
+    except OSError:
+        return None
+    if len(names) > 1:
+        raise JustfileInvalid(f"multiple candidate justfiles found in {root}: "
+                              + " and ".join(names))
+    return root / names[0] if names else None
 
 
 def recipe_env(env: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -1,17 +1,19 @@
 """Run one `just verify-<name>` recipe and make sure nothing it started outlives the run.
 
 The recipe runs in its own session (so its process group id and session id equal the `just` pid),
-with its output going straight into a file we opened (never a pipe: a grandchild holding stdout can
-then never block us). Whatever happens — normal exit, timeout, or the run being told to stop —
-the run ends with a sweep that kills every process the recipe left behind and reaps every zombie
-handed to us. How those processes are found is `jobs.process.tree`'s business.
+with its output going through a pipe we read, never waiting on it, into a file that keeps at most
+`output_limit` of it (`capture`); once the recipe's processes are swept the pipe is closed, so a
+grandchild holding it open can never block us. Whatever happens — normal exit, timeout, or the
+run being told to stop — the run ends with a sweep that kills every process the recipe left
+behind and reaps every zombie handed to us. How those processes are found is
+`jobs.process.tree`'s business.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
-import re
 import select
 import signal
 import subprocess
@@ -23,9 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from jobs.core.diskspace import short_of_space
+from jobs.core.diskspace import largest_files, short_of_space
 from jobs.core.tail import read_tail
 from jobs.process import tree as proctree
+from jobs.process.capture import DEFAULT_OUTPUT_LIMIT, Capture, Pipe
+from jobs.process.ending import could_not_run, killed_from_outside
 from jobs.process.exe import executable
 from jobs.process.justfile import JUSTFILE_NAMES as JUSTFILE_NAMES
 from jobs.process.justfile import JustfileInvalid as JustfileInvalid
@@ -41,14 +45,6 @@ _POLL = 0.05  # seconds between checks of the recipe; bounds how late a timeout 
 # waitid(WNOWAIT) lets us see that `just` ended without reaping it; where Python lacks it, the
 # leader is reaped on exit and its group id is only as safe as pid reuse allows.
 _CAN_PEEK = hasattr(os, "waitid") and hasattr(os, "WNOWAIT")
-# A program's own crash is its failure; any other deadly signal came from outside the recipe.
-_CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE,
-                            signal.SIGABRT, signal.SIGSYS, signal.SIGTRAP})
-# How `just` reports a recipe line (or shebang script) that a signal ended.
-_JUST_SIGNALLED = re.compile(r"^error: recipe `(?P<recipe>[^`]+)` was terminated "
-                             r"(?:on line \d+ )?by signal (?P<signal>\d+)\s*$",
-                             re.IGNORECASE | re.MULTILINE)
-
 RecipeEnd = Literal["exited", "timed_out", "interrupted", "error"]
 
 
@@ -76,8 +72,13 @@ def run_recipe(
     on_tick: Callable[[float], None] | None = None,
     stop: threading.Event | None = None,
     scope: Scope | None = None,
+    output_limit: int = DEFAULT_OUTPUT_LIMIT,
+    state_dir: Path | None = None,
 ) -> RecipeResult:
     """Run `just <recipe>` in `root` under a timeout; nothing it started survives the call.
+
+    At most `output_limit` bytes of its output are kept (`capture`); when its file system is
+    full, the error names the largest files under `state_dir` (else the output's folder).
 
     `on_tick(elapsed)` is for display only: if it raises, it is not called again and the run goes
     on. A `stop` already set before the start means nothing is started ("interrupted"). `scope`
@@ -85,12 +86,13 @@ def run_recipe(
     later run can sweep what this one leaves if it dies.
     """
     output_path = Path(output_path)
+    filled = state_dir if state_dir is not None else output_path.parent
     try:
         output_path.parent.mkdir(parents=True, exist_ok=True)
         full = short_of_space(output_path.parent)
         if full is not None:
-            raise OSError(errno.ENOSPC, full)
-        out_fd = os.open(output_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            raise OSError(errno.ENOSPC, f"{full}; {largest_files(filled)}")
+        out_fd = os.open(output_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
     except OSError as exc:
         return RecipeResult("error", None, 0.0, output_path, "",
                             f"cannot write output file {output_path}: {exc.strerror or exc}", 0)
@@ -100,34 +102,31 @@ def run_recipe(
 
     argv = [just, "--justfile", str(justfile), "--working-directory", str(root), recipe]
     token = scope.token() if scope is not None else uuid.uuid4().hex
-    with proctree.subreaper():
-        return _run(argv, root, env, out_fd, output_path, timeout, kill_grace, on_tick, stop,
-                    token, recipe)
+    out = Capture(out_fd, output_limit)
+    read_fd, write_fd = os.pipe()  # both close-on-exec; the child gets the write end as 1 and 2
+    os.set_blocking(read_fd, False)
+    try:
+        with proctree.subreaper():
+            return _run(argv, root, env, out, Pipe(read_fd, out), write_fd, output_path, timeout,
+                        kill_grace, on_tick, stop, proctree.Tracker(token), recipe, filled)
+    finally:
+        os.close(read_fd)
+        os.close(out_fd)
 
 
-def _run(
-    argv: list[str],
-    root: Path,
-    env: Mapping[str, str] | None,
-    out_fd: int,
-    output_path: Path,
-    timeout: float,
-    kill_grace: float,
-    on_tick: Callable[[float], None] | None,
-    stop: threading.Event | None,
-    token: str,
-    recipe: str,
-) -> RecipeResult:
+def _run(argv: list[str], root: Path, env: Mapping[str, str] | None, out: Capture, pipe: Pipe,
+         write_fd: int, output_path: Path, timeout: float, kill_grace: float,
+         on_tick: Callable[[float], None] | None, stop: threading.Event | None,
+         tracker: proctree.Tracker, recipe: str, filled: Path) -> RecipeResult:
     started = time.monotonic()
-    tracker = proctree.Tracker(token)
-    try:  # `out_fd` is ours to close, whatever happens
+    try:  # our copy of the pipe's write end is closed at once, whatever happens
         child_env = recipe_env(env)
-        child_env[TOKEN_VAR] = token
+        child_env[TOKEN_VAR] = tracker.token
         started = time.monotonic()
         with proctree._active_lock:  # a concurrent run must never see our leader unregistered
             proc = subprocess.Popen(
                 argv, executable=executable(argv[0], child_env), cwd=root, env=child_env,
-                stdin=subprocess.DEVNULL, stdout=out_fd,
+                stdin=subprocess.DEVNULL, stdout=write_fd,
                 stderr=subprocess.STDOUT, start_new_session=True, close_fds=True,
             )
             tracker.started(proc.pid)
@@ -135,14 +134,15 @@ def _run(
         return RecipeResult("error", None, time.monotonic() - started, output_path, "",
                             _start_failure(argv[0], exc), 0)
     finally:
-        os.close(out_fd)
+        os.close(write_fd)
 
     ticker = _Ticker(started, on_tick)
     try:
-        outcome = _wait(tracker, proc, started + timeout, ticker, stop)
+        outcome = _wait(tracker, proc, started + timeout, ticker, stop, pipe)
         if outcome != "exited":
-            _terminate(tracker, proc, kill_grace, ticker)
+            _terminate(tracker, proc, kill_grace, ticker, pipe)
         survivors = tracker.sweep()
+        pipe.pump()  # what the recipe's processes wrote before they ended
     except BaseException:
         # Interrupted ourselves (KeyboardInterrupt, a bug): still leave nothing behind.
         tracker.sweep()
@@ -154,10 +154,18 @@ def _run(
     exit_code = proctree.reap_leader(proc)
     tracker.finished()
     duration = time.monotonic() - started
+    out.finish()
     tail = read_tail(output_path)
     error = None
-    if outcome == "exited":
-        error = _killed_from_outside(exit_code, tail, recipe)
+    if out.error is not None:
+        # No honest verdict without the output: the machine's fault (SPEC, error).
+        why = out.error.strerror or str(out.error)
+        if out.error.errno in (errno.ENOSPC, errno.EDQUOT):
+            why = f"its file system is full ({why}); {largest_files(filled)}"
+        error = f"cannot write output file {output_path}: {why}; the task is left as it was"
+        outcome = "error"
+    elif outcome == "exited":
+        error = killed_from_outside(exit_code, tail, recipe) or could_not_run(exit_code, tail)
         if error is None and exit_code != 0:
             full = short_of_space(output_path.parent)
             if full is not None:
@@ -167,30 +175,6 @@ def _run(
         if error is not None:
             outcome = "error"
     return RecipeResult(outcome, exit_code, duration, output_path, tail, error, survivors)
-
-
-def _killed_from_outside(exit_code: int | None, tail: str, recipe: str) -> str | None:
-    """Why a recipe that ended on its own really was killed by a signal we never sent, or None.
-
-    `just` itself killed shows as a negative exit code; a recipe line killed makes `just` say so
-    as its last word. A shell reporting its child's death as an exit code (137) is an exit code.
-    """
-    signum: int | None = None
-    if exit_code is not None and exit_code < 0:
-        signum = -exit_code
-    else:
-        last = tail.rstrip("\n").rsplit("\n", 1)[-1]
-        m = _JUST_SIGNALLED.match(last)
-        if m is not None and m.group("recipe") == recipe:
-            signum = int(m.group("signal"))
-    if signum is None or signum in _CRASH_SIGNALS:
-        return None
-    try:
-        name = signal.Signals(signum).name
-    except ValueError:
-        name = f"signal {signum}"
-    return (f"the recipe was killed by {name}, which loop-verify did not send "
-            "(the OOM killer or another process); the task is left as it was")
 
 
 class _Ticker:
@@ -223,7 +207,7 @@ def _leader_exited(proc: subprocess.Popen[bytes]) -> bool:
 
 
 def _wait(tracker: proctree.Tracker, proc: subprocess.Popen[bytes], deadline: float,
-          tick: _Ticker, stop: threading.Event | None) -> RecipeEnd:
+          tick: _Ticker, stop: threading.Event | None, pipe: Pipe) -> RecipeEnd:
     # Where a pidfd exists it wakes us the moment `just` exits; elsewhere the first waits are
     # short, so a quick recipe is not charged a whole polling interval.
     try:
@@ -235,7 +219,12 @@ def _wait(tracker: proctree.Tracker, proc: subprocess.Popen[bytes], deadline: fl
         poller = select.poll()
         if pidfd is not None:
             poller.register(pidfd, select.POLLIN)
+        poller.register(pipe.fd, select.POLLIN)
         while True:
+            pipe.pump()
+            if not pipe.open:
+                with contextlib.suppress(KeyError):
+                    poller.unregister(pipe.fd)
             if _leader_exited(proc):
                 return "exited"
             now = time.monotonic()
@@ -249,7 +238,8 @@ def _wait(tracker: proctree.Tracker, proc: subprocess.Popen[bytes], deadline: fl
             if pidfd is not None:
                 poller.poll(wait * 1000)
             else:
-                time.sleep(min(wait, nap))
+                # Output wakes us too; the exit of `just` only the next look sees.
+                poller.poll(min(wait, nap) * 1000)
                 nap = min(nap * 2, _POLL)
     finally:
         if pidfd is not None:
@@ -257,7 +247,7 @@ def _wait(tracker: proctree.Tracker, proc: subprocess.Popen[bytes], deadline: fl
 
 
 def _terminate(tracker: proctree.Tracker, proc: subprocess.Popen[bytes], kill_grace: float,
-               tick: _Ticker) -> None:
+               tick: _Ticker, pipe: Pipe) -> None:
     """SIGTERM to everything, wait up to the grace for it all to end, then SIGKILL the group."""
     tracker.record(float("inf"))
     tracker.signal_all(signal.SIGTERM)
@@ -269,6 +259,7 @@ def _terminate(tracker: proctree.Tracker, proc: subprocess.Popen[bytes], kill_gr
                 return
             next_scan = now + 0.1
         tick(now)
+        pipe.pump()  # a process flushing its output as it ends must not block on the pipe
         time.sleep(min(_POLL, max(0.0, grace_end - now)))
     tracker.kill_group()
     end = time.monotonic() + 2.0

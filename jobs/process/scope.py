@@ -31,9 +31,11 @@ class Scope:
     proves its run is gone, so what carries its tokens was left behind.
     """
 
-    def __init__(self, state_dir: Path | None) -> None:
+    def __init__(self, state_dir: Path | None, run_id: str | None = None) -> None:
         self.folder = Path(state_dir) / SCOPE_DIR if state_dir is not None else None
-        self.id = uuid.uuid4().hex
+        # The run's id names its claim, so a later run can tell whether this one is alive.
+        self.id = run_id if run_id and "." not in run_id and "/" not in run_id else (
+            uuid.uuid4().hex)
         self.fd: int | None = None
         self.path: Path | None = None
         self.count = 0
@@ -70,6 +72,18 @@ class Scope:
                 self.path.unlink()
             os.close(self.fd)
             self.fd = None
+
+    def run_is_dead(self, run_id: str) -> bool:
+        """Whether the run `run_id` of this state directory is provably dead: its claim is
+        here, its lock free, and it ran in this PID namespace as this user. A run of another
+        state directory, one whose claim is gone, or one that cannot be looked at is not."""
+        if self.folder is None or run_id == self.id or "/" in run_id:
+            return False
+        fd = _dead_claim(self.folder / f"{run_id}.lock", pid_namespace())
+        if fd is None:
+            return False
+        os.close(fd)
+        return True
 
     def token(self) -> str:
         self.count += 1

@@ -6,6 +6,7 @@ machines"). The storage side of the protocol is jobs/ledger/claims.py.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -40,8 +41,10 @@ LEDGER_GONE = "the ledger is unreachable"
 class RepoClaims:
     """The claims of one clone in one run (the caller holds the clone's lock)."""
 
-    def __init__(self, ledger: Ledger, root: Path, branch: str, ttl: float) -> None:
+    def __init__(self, ledger: Ledger, root: Path, branch: str, ttl: float,
+                 is_dead: Callable[[str], bool] | None = None) -> None:
         self.ledger = ledger
+        self.is_dead = is_dead  # whether a run of this machine is provably dead
         self.root = root
         self.branch = branch
         self.ttl = ttl
@@ -80,7 +83,8 @@ class RepoClaims:
         if self.ledger.unreachable:
             return LEDGER_GONE
         try:
-            held = take(self.ledger, claim, repo=str(self.root), ttl=self.ttl)
+            held = take(self.ledger, claim, repo=str(self.root), ttl=self.ttl,
+                        is_dead=self.is_dead)
             if held is not None and self.verdict_in_history(held):
                 # The verdict is already in this clone's history (reverted, say): the task due
                 # again is a new request.
@@ -88,7 +92,8 @@ class RepoClaims:
                                       ttl=self.ttl):
                     held = None
                 else:
-                    held = take(self.ledger, claim, repo=str(self.root), ttl=self.ttl)
+                    held = take(self.ledger, claim, repo=str(self.root), ttl=self.ttl,
+                                is_dead=self.is_dead)
         except SQLAlchemyError as exc:
             log.error("ledger.claim_failed", ledger=self.ledger.shown_url, task=task_id,
                       error=first_line(exc))

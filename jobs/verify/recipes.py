@@ -16,10 +16,10 @@ def recipe_problems(root: Path, recipes: Iterable[str], just: str = "just") -> d
     named = sorted(set(recipes))
     if not named:
         return {}
-    justfile = runner.find_justfile(root)
-    if justfile is None:
-        return dict.fromkeys(named, "no justfile in the repository root")
     try:
+        justfile = runner.find_justfile(root)
+        if justfile is None:
+            return dict.fromkeys(named, "no justfile in the repository root")
         known = runner.list_recipes(justfile, root, just=just)
     except runner.JustfileInvalid as exc:
         return dict.fromkeys(named, f"the justfile cannot be read: {exc.message}")

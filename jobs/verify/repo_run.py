@@ -14,7 +14,7 @@ from functools import partial
 from jobs.backlog import scan as backlog
 from jobs.config.load import Config, RepoConfig
 from jobs.core.errors import LoopError
-from jobs.core.fs import LockBusy, exclusive_lock
+from jobs.core.fs import LockBusy, exclusive_dir_lock
 from jobs.core.logs import get_logger
 from jobs.git import repo as git
 from jobs.git.run import GitError
@@ -32,7 +32,6 @@ from jobs.verify.terminal import format_line, natural_key, one_line, repo_name
 
 log = get_logger("loop-verify")
 
-LOCK_NAME = "loop-verify.lock"
 LEDGER_GONE = clone_claims.LEDGER_GONE
 
 
@@ -55,8 +54,8 @@ class RepoRun:
         self.stop = stop
         self.printer = printer
         ttl = config.timeout_for(repo) + config.kill_grace + clone_claims.CLAIM_MARGIN
-        self.claims = (clone_claims.RepoClaims(ledger, repo.path, repo.branch, ttl)
-                       if ledger is not None else None)
+        self.claims = (clone_claims.RepoClaims(ledger, repo.path, repo.branch, ttl, is_dead=(
+            scope.run_is_dead if scope else None)) if ledger is not None else None)
 
     # -- recording -----------------------------------------------------------------------------
 
@@ -136,11 +135,11 @@ class RepoRun:
             self.finish(self.attempt(Verdict.SKIPPED, reason=f"not a git work tree: {exc}"))
             return
         with ExitStack() as stack:
-            try:
-                stack.enter_context(exclusive_lock(gdir / LOCK_NAME))
+            try:  # on the git folder itself, which no recipe's clean-up deletes
+                stack.enter_context(exclusive_dir_lock(gdir))
             except LockBusy:
                 self.finish(self.attempt(Verdict.LOCKED, reason="another loop-verify holds "
-                                         f"{gdir / LOCK_NAME}"))
+                                         f"the lock on {gdir}"))
                 return
             self.run_locked(pending)
             if self.ctx.committed:

@@ -132,7 +132,7 @@ def _run_all(config: Config, summary: RunSummary, ledger: Ledger | None,
              just: str) -> None:
     dry_run = summary.dry_run
     # The run's claim on the recipes it starts: a later run may sweep them only if this one dies.
-    scope = runner.Scope(None if dry_run else config.state_dir)
+    scope = runner.Scope(None if dry_run else config.state_dir, run_id=summary.run_id)
     with scope:
         for repo in config.repos:
             # After a stop every repository is still read, so that each of its due tasks is

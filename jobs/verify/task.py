@@ -171,11 +171,11 @@ def check_recipe(ctx: RepoContext, task: eligibility.Classified,
     """A failed Outcome when the recipe cannot exist, an error Attempt, or None to run it."""
     assert task.recipe is not None
     if ctx.recipes is None:
-        ctx.justfile = runner.find_justfile(ctx.root)
-        if ctx.justfile is None:
-            return verdicts.Outcome(verdicts.FAIL, task.recipe, timeout=timeout,
-                                    not_run="no justfile in the repository root")
         try:
+            ctx.justfile = runner.find_justfile(ctx.root)
+            if ctx.justfile is None:
+                return verdicts.Outcome(verdicts.FAIL, task.recipe, timeout=timeout,
+                                        not_run="no justfile in the repository root")
             ctx.recipes = runner.list_recipes(ctx.justfile, ctx.root, just=ctx.just)
         except runner.JustfileInvalid as exc:
             return verdicts.Outcome(verdicts.FAIL, task.recipe, timeout=timeout,
@@ -211,7 +211,8 @@ def run_recipe(ctx: RepoContext, task: eligibility.Classified,
              recipe=task.recipe, timeout_s=timeout)
     res = runner.run_recipe(ctx.root, ctx.justfile, task.recipe, timeout=timeout,
                             kill_grace=ctx.config.kill_grace, output_path=out, just=ctx.just,
-                            on_tick=tick, stop=ctx.stop, scope=ctx.scope)
+                            on_tick=tick, stop=ctx.stop, scope=ctx.scope,
+                            output_limit=ctx.config.output_limit, state_dir=ctx.config.state_dir)
     if res.outcome in ("error", "interrupted"):
         stopped = ("stopped while the recipe ran" if res.exit_code is not None
                    else "not run: loop-verify was told to stop")

@@ -66,7 +66,11 @@ BODIES = {
     "comments": ["", "## Comments", "", "<!-- COMMENTS:BEGIN -->", "author: bot", "---", "hi",
                  "---", "<!-- COMMENTS:END -->"],
 }
-INITIAL_NOTES = {"notes": "verify-cmd: just verify-x", "legacy": "verify-cmd: just verify-x"}
+# A legacy notes section runs to the next heading the CLI knows: it swallows a custom one.
+INITIAL_NOTES = {"notes": "verify-cmd: just verify-x",
+                 "legacy": "verify-cmd: just verify-x\n\n## My Custom Section\n\nkept"}
+KNOWN_TITLES = ("Description|Acceptance Criteria|Definition of Done|Implementation Plan|Comments|"
+                "Final Summary|Notes")
 
 
 @dataclass
@@ -127,7 +131,8 @@ def notes_of(data: bytes) -> str | None:
     m = re.search(r"<!-- SECTION:NOTES:BEGIN -->\n(.*?)<!-- SECTION:NOTES:END -->", text, re.S)
     if m:
         return m.group(1).strip() or None
-    m = re.search(r"^## Implementation Notes\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    m = re.search(rf"^## Implementation Notes\n(.*?)(?=\n+## (?:{KNOWN_TITLES})(?:\s|\Z)|\Z)",
+                  text, re.S | re.M)
     return (m.group(1).strip() or None) if m else None
 
 

@@ -283,7 +283,8 @@ def test_append_notes_legacy_section_and_crlf() -> None:
     text = ("---\r\nid: TASK-20\r\nlabels: []\r\n---\r\n\r\n## Implementation Notes\r\n\r\n"
             "old note\r\n\r\n## My Custom Section\r\nkeep\r\n")
     out = append_notes(text.encode(), "new\nnote")
-    assert out == text.replace("old note\r\n", "old note\r\n\r\nnew\r\nnote\r\n").encode()
+    # The CLI's legacy notes run to the next heading it knows: over the custom section.
+    assert out == text.replace("keep\r\n", "keep\r\n\r\nnew\r\nnote\r\n").encode()
 
 
 def test_append_notes_no_trailing_newline_and_no_section() -> None:
@@ -320,7 +321,8 @@ def test_edits_refuse_unsafe_files() -> None:
     with pytest.raises(TaskEditError, match="labels is not a list"):
         add_label(b"---\nid: T-1\nlabels: a\n---\n", "b")
     with pytest.raises(TaskEditError, match="marker"):
-        append_notes(b"---\nid: T-1\n---\n<!-- SECTION:NOTES:BEGIN -->\nx\n", "y")
+        append_notes(b"---\nid: T-1\n---\n## Implementation Notes\n<!-- SECTION:NOTES:BEGIN -->\n"
+                     b"x <!-- SECTION:NOTES:END -->\n", "y")
     with pytest.raises(TaskEditError):
         add_label(b"---\nid: T-1\nlabels: [a,\n  b]\n---\n", "c")
     with pytest.raises(TaskEditError):

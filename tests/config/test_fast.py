@@ -27,10 +27,13 @@ TRICKY = ["yes", "No", "ON", "off", "true", "FALSE", "null", "Null", "~", "", "0
           "1.5h", "2d", "90s", "10", "30 m", "UTC", "Europe/London", "/tmp/x", "~/x", "~x",
           "./x", "a b", "a  b", "a#b", "a #b", "a: b", "a:b", "@x", "%x", "=", "<<", "-x",
           "'q'", "'it''s'", '"d"', '"a\\nb"', "[]", "[a]", "{}", "&a x", "*a", "!!str 1",
-          "y", "n", "Y", "sqlite:///x.db", "x,y", "a - b", "a=b", "x~"]
+          "y", "n", "Y", "sqlite:///x.db", "x,y", "a - b", "a=b", "x~", "$HOME", "${X}/y",
+          "{a}", "}x", "$", "$$", "a:{b}", "a: {b}", "${", "~/${X}", "16MiB", "1.5GB", "2KiB",
+          "16MIB", "16mib", "10B", "1e3MB"]
 # ... and some the fast reader takes, so that it answers often enough to be checked.
 SIMPLE = ["UTC", "/tmp/x", "~/src/app", "30m", "10", "1.5", "'07:30'", '"a b"', "[]",
-          "sqlite:///x.db", "a - b", "Europe/London", "'it''s'", "p:q", "~/a b/c"]
+          "sqlite:///x.db", "a - b", "Europe/London", "'it''s'", "p:q", "~/a b/c",
+          "$HOME/src", "${XDG_STATE_HOME}/lj", "sqlite:///~/l.db", "~/$X", "16MiB", "500KB"]
 
 
 @st.composite
@@ -43,7 +46,7 @@ def config_text(draw: st.DrawFn) -> str:
 
     def scalar() -> str:
         return draw(st.one_of(st.sampled_from(SIMPLE), st.sampled_from(TRICKY),
-                              st.text(alphabet="ab1/~.:#' \"-_=@%", max_size=8)))
+                              st.text(alphabet="ab1/~.:#' \"-_=@%${}", max_size=8)))
 
     keys = iter(draw(st.permutations(sorted(TOP_KEYS))))
     odd_keys = ["on", "yes", "x", "Repos", "timeout", "repos"]

@@ -149,9 +149,19 @@ def test_a_claim_is_taken_once_and_held_until_finished_released_or_expired(
                            now=DAY + timedelta(seconds=59)) is not None
         assert claims.take(beta, claim("beta", "b2", "TASK-2"), repo="/b/app", ttl=60,
                            now=DAY + timedelta(seconds=61)) is None
-        # The same machine on the same clone (whose lock it holds) takes its dead run's claim.
+        # The same machine on the same clone takes its own run's live claim over only when
+        # that run is provably dead: holding the clone's lock proves nothing.
         assert claims.take(beta, claim("beta", "b3", "TASK-2"), repo="/b/app", ttl=60,
-                           now=DAY + timedelta(seconds=62)) is None
+                           now=DAY + timedelta(seconds=62)) is not None
+        assert claims.take(beta, claim("beta", "b3", "TASK-2"), repo="/b/app", ttl=60,
+                           now=DAY + timedelta(seconds=62), is_dead=lambda run: False) is not None
+        assert claims.take(beta, claim("beta", "b3", "TASK-2"), repo="/a/app", ttl=60,
+                           now=DAY + timedelta(seconds=62), is_dead=lambda run: True) is not None
+        seen: list[str] = []
+        assert claims.take(beta, claim("beta", "b3", "TASK-2"), repo="/b/app", ttl=60,
+                           now=DAY + timedelta(seconds=62),
+                           is_dead=lambda run: seen.append(run) or run == "b2") is None
+        assert seen == ["b2"]
     finally:
         alpha.close()
         beta.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -51,6 +52,28 @@ def run(
 def test_find_justfile_takes_each_accepted_name(tmp_path: Path, name: str) -> None:
     jf = write_justfile(tmp_path / "repo", recipe("verify-a", "true"), name)
     assert find_justfile(tmp_path / "repo") == jf
+
+
+@pytest.mark.parametrize("name", ["JustFile", "JUSTFILE", "jUsTfIlE", ".JustFile", ".JUSTFILE"])
+def test_find_justfile_takes_any_letter_case_as_just_does(tmp_path: Path, name: str) -> None:
+    write_justfile(tmp_path, recipe("verify-a", "echo parent"))
+    root = tmp_path / "repo"
+    jf = write_justfile(root, recipe("verify-a", "echo root"), name)
+    assert find_justfile(root) == jf
+    # and it is the file `just` itself picks there, searching on its own
+    said = subprocess.run([JUST, "verify-a"], cwd=root, capture_output=True, text=True,
+                          check=True)
+    assert said.stdout == "root\n"
+
+
+def test_two_root_justfiles_are_refused_as_just_refuses_them(tmp_path: Path) -> None:
+    write_justfile(tmp_path, recipe("verify-a", "true"), "justfile")
+    write_justfile(tmp_path, recipe("verify-a", "true"), ".JustFile")
+    with pytest.raises(JustfileInvalid, match="multiple candidate justfiles"):
+        find_justfile(tmp_path)
+    said = subprocess.run([JUST, "verify-a"], cwd=tmp_path, capture_output=True, text=True,
+                          check=False)
+    assert said.returncode != 0 and "multiple candidate justfiles" in said.stderr
 
 
 def test_find_justfile_never_uses_a_parent_folders_file(tmp_path: Path) -> None:
@@ -156,6 +179,53 @@ def test_a_signal_loop_verify_did_not_send_is_an_error_not_a_failure(
         assert res.error is None
     else:
         assert res.error is not None and said in res.error
+
+
+NO_SHELL = "loop-verify-test-no-such-shell"
+
+
+@pytest.mark.parametrize(("justfile", "said"), [
+    # The justfile's shell is not installed here (zsh on a machine without it, say).
+    (f'set shell := ["{NO_SHELL}", "-cu"]\n' + recipe("verify-env", "echo hi"),
+     f"could not find the shell `{NO_SHELL}`"),
+    # ... nor is the shell of a backtick it evaluates first.
+    (f'set shell := ["{NO_SHELL}", "-cu"]\nx := `echo hi`\n' + recipe("verify-env", "true"),
+     "backtick could not be run because just could not find the shell"),
+    # A [script] recipe (and a shebang one) whose temporary folder cannot be created.
+    ('set tempdir := "/nonexistent/loop-verify"\n[script]\n' + recipe("verify-env", "true"),
+     "while trying to create a temporary directory"),
+    ('set tempdir := "/nonexistent/loop-verify"\n' + recipe("verify-env", "#!/bin/sh", "true"),
+     "while trying to create a temporary directory"),
+    # A shebang interpreter, or a [script] command, that is not installed.
+    (recipe("verify-env", f"#!/nonexistent/{NO_SHELL}", "true"), "execution error"),
+    (f'[script("{NO_SHELL}")]\n' + recipe("verify-env", "true"), "execution error"),
+    # A dependency of the recipe that cannot be run is the same fault.
+    ("verify-env: dep\n    true\n" + f'[script("{NO_SHELL}")]\n' + recipe("dep", "true"),
+     "recipe `dep` with command"),
+])
+def test_just_saying_the_recipe_could_not_be_run_is_an_error_not_a_failure(
+        tmp_path: Path, justfile: str, said: str) -> None:
+    jf = write_justfile(tmp_path, justfile)
+    res = run(tmp_path, jf, "verify-env", tmp_path)
+    assert (res.outcome, res.exit_code) == ("error", 1), res
+    assert res.error is not None and said in res.error, res.error
+    assert res.error.startswith("just could not run the recipe: ")
+
+
+@pytest.mark.parametrize("lines", [
+    # The recipe itself printing just's words and failing is the recipe's failure.
+    ("echo 'error: recipe `verify-env` could not be run because just could not find the "
+     "shell `zsh`: No such file or directory (os error 2)' >&2", "exit 1"),
+    # So is a nested `just` that could not run its recipe: the outer one has the last word.
+    (f"printf 'set shell := [\"{NO_SHELL}\"]\\ninner:\\n    true\\n' > inner.just",
+     "just --justfile inner.just inner"),
+])
+def test_a_recipe_that_prints_just_words_still_fails(tmp_path: Path,
+                                                     lines: tuple[str, ...]) -> None:
+    jf = write_justfile(tmp_path, recipe("verify-env", *lines))
+    res = run(tmp_path, jf, "verify-env", tmp_path, env={**os.environ, "PATH": os.pathsep.join(
+        [str(Path(JUST).parent), os.environ.get("PATH", "")])})
+    assert (res.outcome, res.exit_code, res.error) == ("exited", 1, None), res.tail
 
 
 def test_just_itself_killed_from_outside_is_an_error(tmp_path: Path) -> None:

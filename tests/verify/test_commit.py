@@ -7,9 +7,13 @@ configuration; `loop-verify` is called in-process (no signal is involved).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
+import shutil
 import subprocess
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -182,6 +186,42 @@ def test_an_ignored_backlog_skips_the_repository_before_any_recipe(
     assert ".gitignore" in reason
     out = doctor(repo, capsys)
     assert f"FAIL repo {repo.root}:" in out and "ignored" in out and ".gitignore" in out
+
+
+@contextlib.contextmanager
+def unwritable(folder: Path) -> Iterator[None]:
+    """`folder` that this process cannot write into: read-only by its mode, or for root (whom
+    no mode stops) immutable (chattr +i); skipped where neither can be had."""
+    if os.geteuid() != 0:
+        folder.chmod(0o555)
+        try:
+            yield
+        finally:
+            folder.chmod(0o755)
+        return
+    if shutil.which("chattr") is None or subprocess.run(
+            ["chattr", "+i", str(folder)], capture_output=True, check=False).returncode != 0:
+        pytest.skip("running as root on a file system without chattr +i: no folder can be "
+                    "made unwritable")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
+@pytest.mark.parametrize("folder", ["tasks", "completed"])
+def test_an_unwritable_backlog_folder_skips_the_repository_before_any_recipe(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], folder: str) -> None:
+    repo, count = counting_repo(tmp_path)
+    task = repo.add_task(1, notes="verify-cmd: just verify-count", folder=folder)
+    repo.commit_all("task")
+    with unwritable(task.parent):
+        reason = assert_skipped_before_any_recipe(repo, count, task, capsys,
+                                                  f"backlog/{folder}", "cannot be written")
+        out = doctor(repo, capsys)
+    assert "cannot take a commit" in reason
+    assert f"FAIL repo {repo.root}:" in out and f"backlog/{folder}" in out, out
+    assert "cannot be written" in out and "the account the scheduler runs as" in out
 
 
 # -- item 6: a verdict refused by a hook is kept and committed later without the recipe --------

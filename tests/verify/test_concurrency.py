@@ -22,7 +22,21 @@ from typing import Any
 
 import pytest
 import yaml
-from verify_helpers import ROOT, VerifyRepo, kill_marked, make_verify_repo, start_verify
+from verify_helpers import (
+    ROOT,
+    VerifyRepo,
+    kill_marked,
+    make_verify_repo,
+    start_verify,
+    wait_for,
+)
+
+from jobs.config.load import load_config
+from jobs.ledger import claims
+from jobs.ledger.store import Ledger
+from jobs.process.scope import SCOPE_DIR, Scope
+from jobs.process.tree import pid_namespace
+from jobs.verify.claims import RepoClaims
 
 TODAY = ("--today", "2026-11-30")
 REPOS = 3
@@ -164,13 +178,13 @@ if os.environ.get("DIE_BEFORE_COMMIT"):
     jobs.git.repo.commit_paths = commit_paths
 go = os.environ.get("LOCK_WHEN")
 if go:
-    real_lock = jobs.verify.repo_run.exclusive_lock
-    def exclusive_lock(*a, **k):
+    real_lock = jobs.verify.repo_run.exclusive_dir_lock
+    def exclusive_dir_lock(*a, **k):
         open(go + ".waiting", "w").close()
         while not os.path.exists(go):
             time.sleep(0.01)
         return real_lock(*a, **k)
-    jobs.verify.repo_run.exclusive_lock = exclusive_lock
+    jobs.verify.repo_run.exclusive_dir_lock = exclusive_dir_lock
 sys.argv = ["loop-verify", *sys.argv[1:]]
 runpy.run_module("jobs.main", run_name="__main__", alter_sys=True)
 """
@@ -213,3 +227,68 @@ def test_a_pending_edit_is_finished_by_one_run_only(tmp_path: Path) -> None:
     assert Counter(counter.read_text().split()) == Counter({"app:TASK-1": 1, "app:TASK-2": 1})
     recovered = [e for e in repo.log_events() if e["event"] == "verify.recovered"]
     assert [e["task"] for e in recovered] == ["TASK-1"]
+
+
+def test_a_recipe_that_deletes_git_lock_files_keeps_the_repository_locked(tmp_path: Path) -> None:
+    """The common "clean stale git locks" step (`rm -f .git/*.lock`) in a recipe must not let a
+    second run in: two real `loop-verify run` processes, the recipe runs once."""
+    count, started, go = tmp_path / "count", tmp_path / "started", tmp_path / "go"
+    repo = make_verify_repo(tmp_path, justfile=(
+        f"verify-clean:\n    rm -f .git/*.lock\n    echo ran >> {count}\n    touch {started}\n"
+        f"    while [ ! -e {go} ]; do sleep 0.02; done\n"))
+    repo.add_task(1, notes="verify-cmd: just verify-clean")
+    repo.commit_all("task")
+    mark = uuid.uuid4().hex
+    try:
+        first = start_verify(repo, "run", *TODAY, "--json", mark=mark, out=tmp_path / "first")
+        wait_for(started, first)
+        second = start_verify(repo, "run", *TODAY, "--json", mark=mark, out=tmp_path / "second")
+        deadline = time.monotonic() + 60
+        while second.poll() is None and count.read_text().count("ran") < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        assert count.read_text().count("ran") == 1, "the recipe ran a second time"
+        assert second.wait(timeout=60) == 3
+        [locked] = json.loads((tmp_path / "second.stdout").read_text())["results"]
+        assert locked["verdict"] == "locked", locked
+        go.touch()
+        assert first.wait(timeout=60) == 0, (tmp_path / "first.stderr").read_text()
+    finally:
+        go.touch()
+        kill_marked(mark)
+    assert count.read_text().count("ran") == 1
+    assert passed_commits(repo) == Counter({"TASK-1": 1})
+    assert repo.status() == ""
+
+
+def test_a_live_runs_claim_is_never_taken_over_by_this_machine(tmp_path: Path) -> None:
+    """A claim of this machine whose run is alive (its scope lock held) stays its own even when
+    the repository's lock is free: only a run that is provably dead is taken over."""
+    count = tmp_path / "count"
+    repo = make_verify_repo(tmp_path, justfile=f"verify-ok:\n    echo ran >> {count}\n")
+    task = repo.add_task(1)
+    repo.commit_all("task")
+    config = load_config(repo.config_path)
+    ledger = Ledger(config.ledger, machine=config.machine)
+    live = "20261130T073000Z-0a1b2c3d"
+    try:
+        with Scope(config.state_dir, run_id=live):  # the other run, alive in this process
+            # ... which claimed the task as a run does
+            taken = RepoClaims(ledger, repo.root, "main", 3600).take(
+                "TASK-1", "2026-11-01", str(task.relative_to(repo.root)), live)
+            assert isinstance(taken, claims.Claim)
+            code, data = repo.run_json("run", *TODAY)
+            assert code == 0, data  # checked by the other run: not unchecked here
+            [skipped] = data["results"]
+            assert skipped["verdict"] == "skipped"
+            assert skipped["reason"].startswith(f"claimed by {config.machine} at "), skipped
+            assert not count.exists()
+        # Once that run is gone (its scope lock free and left behind), its claim is taken over.
+        stale = config.state_dir / SCOPE_DIR / f"{live}.lock"
+        stale.write_text(json.dumps({"pid": 1, "pidns": pid_namespace(), "uid": os.getuid()}))
+        code, data = repo.run_json("run", *TODAY)
+        assert code == 0 and [r["verdict"] for r in data["results"]] == ["pass"], data
+        assert count.read_text() == "ran\n"
+    finally:
+        ledger.close()
+

@@ -19,7 +19,7 @@ from project import ROOT
 from verify_helpers import JUSTFILE, VerifyRepo, make_verify_repo
 
 from jobs.backlog.scan import parse_task
-from jobs.core.fs import exclusive_lock
+from jobs.core.fs import exclusive_dir_lock
 
 TODAY = ("--today", "2026-11-30")
 
@@ -147,8 +147,10 @@ def test_no_justfile_fails_even_with_one_in_a_parent_folder(tmp_path: Path) -> N
     assert not (tmp_path / "PARENT").exists()
 
 
-@pytest.mark.parametrize("name", ["Justfile", ".justfile"])
+@pytest.mark.parametrize("name", ["Justfile", ".justfile", "JustFile", "JUSTFILE"])
 def test_other_justfile_names_are_found(tmp_path: Path, name: str) -> None:
+    # A parent folder's justfile is never the one: the root's own is, in any letter case.
+    (tmp_path / "justfile").write_text("verify-ok:\n    exit 9\n")
     repo = make_verify_repo(tmp_path, justfile=None)
     repo.write_justfile(JUSTFILE, name=name)
     repo.add_task(1)
@@ -172,6 +174,33 @@ def test_just_not_on_path_is_an_error_and_leaves_the_task(repo: VerifyRepo) -> N
     # Tried again next time, and then it passes.
     assert repo.run("run", *TODAY).returncode == 0
     assert repo.subjects()[0].endswith("passed (just verify-ok)")
+
+
+def test_a_shell_missing_on_this_machine_is_an_error_and_leaves_every_task(
+        repo: VerifyRepo) -> None:
+    # `set shell := ["zsh", "-cu"]` on a machine (or a scheduled job's PATH) without zsh: just
+    # says the recipes "could not be run". No task may be reopened for it.
+    repo.write_justfile('set shell := ["loop-verify-test-no-zsh", "-cu"]\n' + JUSTFILE)
+    tasks = [repo.add_task(n) for n in (1, 2)]
+    repo.commit_all("tasks")
+    before, state = [t.read_bytes() for t in tasks], snapshot(repo)
+
+    proc = repo.run("run", *TODAY)
+
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    for task, old in zip(tasks, before, strict=True):
+        assert_untouched(repo, task, old, state)
+    attempts = repo.history()
+    assert [a["verdict"] for a in attempts] == ["error", "error"]
+    assert all("could not find the shell `loop-verify-test-no-zsh`" in a["reason"]
+               for a in attempts)
+    # Tried again next run, once the shell is there.
+    repo.write_justfile(JUSTFILE)
+    repo.commit_all("justfile")
+    assert repo.run("run", *TODAY).returncode == 0
+    assert [s for s in repo.subjects() if "passed" in s] == [
+        "loop-verify: TASK-2 passed (just verify-ok)",
+        "loop-verify: TASK-1 passed (just verify-ok)"]
 
 
 def test_waiting_not_done_and_refused_run_nothing(repo: VerifyRepo) -> None:
@@ -268,7 +297,7 @@ def test_locked_repository_is_skipped(repo: VerifyRepo) -> None:
     task = repo.add_task(1)
     repo.commit_all("task 1")
     before, state = task.read_bytes(), snapshot(repo)
-    with exclusive_lock(repo.root / ".git" / "loop-verify.lock"):
+    with exclusive_dir_lock(repo.root / ".git"):
         code, data = repo.run_json("run", *TODAY)
     assert code == 3
     assert [r["verdict"] for r in data["results"]] == ["locked"]

@@ -89,6 +89,9 @@ def cannot_commit(facts: CommitFacts) -> str | None:
     if facts.ignored:
         path, rule = facts.ignored[0]
         return f"cannot take a commit: backlog/ is ignored by git ({rule} ignores {path})"
+    if facts.unwritable:
+        folder, why = facts.unwritable[0]
+        return f"cannot take a commit: {folder}/ cannot be written ({why})"
     return None
 
 
@@ -103,4 +106,8 @@ def commit_fix(facts: CommitFacts, root: Path) -> str | None:
         rule = facts.ignored[0][1]
         source = rule.split(":", 1)[0]
         return f"stop ignoring backlog/ (the rule {rule} in {source}) and commit the task files"
+    if facts.unwritable:
+        folder = root / facts.unwritable[0][0]
+        return (f"let the account the scheduler runs as write into {folder} (its mode, owner, "
+                "an immutable flag or a read-only mount)")
     return None
