@@ -49,7 +49,7 @@ ROUNDS = [("same order", None, False), ("opposite orders", None, True),
 
 
 def justfile(name: str, counter: Path, count: int) -> str:
-    return "".join(f"verify-t{n}:\n    echo {name}:TASK-{n} >> {counter}\n    sleep 0.3\n\n"
+    return "".join(f"verify-t{n}:\n    echo {name}:TASK-{n} >> {counter}\n    sleep 0.1\n\n"
                    for n in range(1, count + 1))
 
 
