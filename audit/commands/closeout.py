@@ -182,7 +182,7 @@ def compare(*, before_file: str, after_file: str, charter: str | None, push_log:
             as_json: bool, run_dir: str | None, config: str | None) -> int:
     """Judge the changes between two snapshot files; with `run_dir`, record the audit."""
     before_path = Path(before_file)
-    before = load_snapshot(before_path)
+    before = load_before(before_path)
     after = load_snapshot(Path(after_file))
     grant = resolve_charter(charter, before, before_path, frozen_only=False)
     entries = load_push_log(push_log, None)
