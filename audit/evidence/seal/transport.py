@@ -85,9 +85,10 @@ def git_config_values(repos: Sequence[str], git: str) -> dict[str, list[str]]:
                 continue  # no configuration at all
             found[f"config of {repo}"] = [f"unreadable: {exc}"]
             continue
-        for record in out.split("\0"):
-            scope, _, rest = record.partition("\t")
-            key, _, value = rest.partition("\n")
+        # -z with --show-scope: `<scope> NUL <key> LF <value> NUL`, record after record.
+        tokens = out.split("\0")
+        for scope, record in zip(tokens[0::2], tokens[1::2], strict=False):
+            key, _, value = record.partition("\n")
             if scope in ("system", "global") and _CONFIG_KEY.match(key.lower()):
                 # A key may name a URL with a token in it (url.<base>.insteadOf).
                 found.setdefault(f"{scope} config of {repo}: {redact_text(key)}",
