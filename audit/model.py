@@ -256,6 +256,12 @@ def grants_release_please(charter: Charter | None, github_repo: str | None) -> b
     return any(g.kind == "release-please" and g.repo.lower() == wanted for g in charter.grants)
 
 
+# Where a remote's steps come from (the after-snapshot's `steps.source`).
+STEPS_FROM_ACTIVITY = "github-activity"
+STEPS_FROM_JOURNAL = "journal"
+STEPS_NET_ONLY = "none"
+
+
 @dataclass(frozen=True)
 class Step:
     """One ref update a server recorded between the arm and closeout: an entry of GitHub's

@@ -21,9 +21,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from audit.judge.rules import chain, covering, default_branch
+from audit.judge.rules import chain
 from audit.model import (
     NON_FAST_FORWARD,
+    STEPS_FROM_ACTIVITY,
+    STEPS_NET_ONLY,
     UNGRANTED,
     UNVERIFIED,
     ZERO,
@@ -32,10 +34,7 @@ from audit.model import (
     Step,
     short,
 )
-
-ACTIVITY = "github-activity"
-JOURNAL = "journal"
-NONE = "none"
+from audit.refs import covering, default_branch
 
 
 def parse_steps(part: Mapping[str, Any]) -> list[Step]:
@@ -69,10 +68,10 @@ def judge_steps(before: Mapping[str, Any], after: Mapping[str, Any],
                                         f"recorded since the arm: {part.get('reason')}"))
                 continue
             source = part.get("source")
-            if source == NONE:
+            if source == STEPS_NET_ONLY:
                 notes.append(f"[{repo}] {name}: net change only ({part.get('note')})")
                 continue
-            if source == ACTIVITY:
+            if source == STEPS_FROM_ACTIVITY:
                 notes.append(f"[{repo}] {name}: tags: net change only (GitHub's activity "
                              "records branches, not tags)")
             mine = covering(entries.get(repo, ()), name, a_part, remotes)

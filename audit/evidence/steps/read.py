@@ -22,10 +22,16 @@ from audit.evidence.git import absolute_url, run_git
 from audit.evidence.github import Deadline, api_base_for
 from audit.evidence.steps.activity import read_activity
 from audit.evidence.steps.journal import JOURNAL, read_journal
-from audit.judge.rules import default_branch, entry_ancestry
-from audit.judge.steps import ACTIVITY, NONE
-from audit.judge.steps import JOURNAL as FROM_JOURNAL
-from audit.model import ZERO, Commit, PushEntry
+from audit.model import (
+    STEPS_FROM_ACTIVITY,
+    STEPS_FROM_JOURNAL,
+    STEPS_NET_ONLY,
+    ZERO,
+    Commit,
+    PushEntry,
+)
+from audit.reach import entry_ancestry
+from audit.refs import default_branch
 from jobs.core.urls import github_hosts, github_remote, redact_text
 from jobs.git.hardened import hardened_argv
 from jobs.git.run import GitError
@@ -66,14 +72,14 @@ def read_steps(repo: str, *, urls: Sequence[str], fetch_url: str | None,
                 return {"available": False, "reason": redact_text(part["reason"])}
             steps.extend({**s, "fast_forward": FAST_FORWARD.get(s["kind"])}
                          for s in part["steps"])
-        return {"available": True, "source": ACTIVITY, "steps": steps}
+        return {"available": True, "source": STEPS_FROM_ACTIVITY, "steps": steps}
     path = local_path(fetch_url, repo)
     if path is None:
-        return {"available": True, "source": NONE,
+        return {"available": True, "source": STEPS_NET_ONLY,
                 "note": "its server is neither GitHub nor a repository on this machine"}
     journal = path / JOURNAL
     if not journal.is_file():
-        return {"available": True, "source": NONE,
+        return {"available": True, "source": STEPS_NET_ONLY,
                 "note": f"no journal at {journal} (`loop-pi-audit journal install {path}`)"}
     try:
         steps = read_journal(journal, since)
@@ -81,7 +87,7 @@ def read_steps(repo: str, *, urls: Sequence[str], fetch_url: str | None,
         return {"available": False, "reason": f"cannot read the journal: {exc}"}
     branch = default_branch(before_part, after_part)
     with_ancestry(path, steps, branch, before_part.get("refs", {}).get(branch))
-    return {"available": True, "source": FROM_JOURNAL, "journal": str(journal),
+    return {"available": True, "source": STEPS_FROM_JOURNAL, "journal": str(journal),
             "steps": steps}
 
 
