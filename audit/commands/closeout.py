@@ -163,7 +163,8 @@ def _judge_run(run_dir: Path, before: dict[str, Any], entries: list[PushEntry],
                 blocked = ("GitHub was not called: " + ", ".join(github) + " differs from what "
                            "begin recorded")
         after = take_snapshot(repos, charter_sha256=before["charter_sha256"], before=before,
-                              github_blocked=blocked)
+                              github_blocked=blocked,
+                              logged=frozenset((e.ref, e.old, e.new) for e in entries))
         write_json(run_dir / AFTER, after)
         judged, notes = judge_snapshots(before, after, entries, charter)
     return after, findings + judged, notes

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -271,7 +272,8 @@ def take_snapshot(repos: Sequence[Path], *, charter_sha256: str | None,
                   taken_at: datetime | None = None,
                   env: Mapping[str, str] = os.environ,
                   before: Mapping[str, Any] | None = None,
-                  github_blocked: str | None = None) -> dict[str, Any]:
+                  github_blocked: str | None = None,
+                  logged: AbstractSet[tuple[str, str, str]] = frozenset()) -> dict[str, Any]:
     """Snapshot every repository; remotes are asked in parallel, each under its own timeout.
     With `before` (closeout), each remote also records the steps its server saw since that
     snapshot's time (`audit.evidence.steps`)."""
@@ -301,13 +303,14 @@ def take_snapshot(repos: Sequence[Path], *, charter_sha256: str | None,
             "releases": snapshot_releases(cfg, reads),
         }
         if before is not None:
-            _add_steps(key, cfg, entries[key], before, reads, env)
+            _add_steps(key, cfg, entries[key], before, reads, env, logged)
     return {"taken_at": when, "charter_sha256": charter_sha256,
             "repos": dict(sorted(entries.items()))}
 
 
 def _add_steps(key: str, cfg: Mapping[str, RemoteConfig], entry: dict[str, Any],
-               before: Mapping[str, Any], reads: GitHubReads, env: Mapping[str, str]) -> None:
+               before: Mapping[str, Any], reads: GitHubReads, env: Mapping[str, str],
+               logged: AbstractSet[tuple[str, str, str]]) -> None:
     from audit.evidence.steps.read import read_steps
 
     b_entry = before.get("repos", {}).get(key)
@@ -322,7 +325,8 @@ def _add_steps(key: str, cfg: Mapping[str, RemoteConfig], entry: dict[str, Any],
         part["steps"] = read_steps(key, urls=[*remote.urls, *remote.pushurls],
                                    fetch_url=remote.fetch_url, before_part=b_part,
                                    after_part=part, since=since, token=reads.token,
-                                   clock=reads.clock, blocked=reads.blocked, env=env)
+                                   clock=reads.clock, blocked=reads.blocked, env=env,
+                                   logged=logged)
 
 
 def iso_now(when: datetime | None = None) -> str:

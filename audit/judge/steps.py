@@ -106,7 +106,8 @@ def _judge_remote(repo: str, name: str, b_part: Mapping[str, Any], a_part: Mappi
         by_ref.setdefault(step.ref, []).append(step)
     for ref, mine in sorted(by_ref.items()):
         if ref == branch:
-            out.extend(_default_branch(repo, name, mine, entries))
+            net = (b_refs.get(ref, ZERO), a_refs.get(ref, ZERO))
+            out.extend(_default_branch(repo, name, mine, entries, net))
             continue
         before, after = b_refs.get(ref), a_refs.get(ref)
         logged = [e for e in entries if e.ref == ref]
@@ -122,10 +123,11 @@ def _judge_remote(repo: str, name: str, b_part: Mapping[str, Any], a_part: Mappi
 
 
 def _default_branch(repo: str, name: str, steps: Sequence[Step],
-                    entries: Sequence[PushEntry]) -> list[Finding]:
+                    entries: Sequence[PushEntry], net: tuple[str, str]) -> list[Finding]:
     out: list[Finding] = []
     for step in steps:
-        logged = " (logged)" if _covered(step, entries) else ""
+        covered = _covered(step, entries)
+        logged = " (logged)" if covered else ""
         if step.new == ZERO:
             out.append(Finding(
                 repo, name, step.ref, "step-deleted", step.old, step.new, None, NON_FAST_FORWARD,
@@ -140,7 +142,10 @@ def _default_branch(repo: str, name: str, steps: Sequence[Step],
                 f"force push {short(step.old)}..{short(step.new)} {_when(step)}{logged}: not a "
                 "fast-forward, even when undone before closeout"))
         elif step.fast_forward is None and step.kind not in ("push", "pr_merge",
-                                                             "merge_queue_merge"):
+                                                             "merge_queue_merge") \
+                and not covered and (step.old, step.new) != net:
+            # The net change itself and a logged push are checked by the net change's rules
+            # (a rewrite there is NON_FAST_FORWARD, one that cannot be checked UNVERIFIED).
             out.append(Finding(
                 repo, name, step.ref, "step-unchecked", step.old, step.new, None, UNVERIFIED,
                 f"step {short(step.old)}..{short(step.new)} {_when(step)}: could not tell "

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -56,8 +57,10 @@ def local_path(url: str | None, repo: str) -> Path | None:
 def read_steps(repo: str, *, urls: Sequence[str], fetch_url: str | None,
                before_part: Mapping[str, Any], after_part: Mapping[str, Any], since: str,
                token: Callable[[], str | None], clock: Callable[[], Deadline],
-               blocked: str | None, env: Mapping[str, str] = os.environ) -> dict[str, Any]:
-    """One remote's `steps` part."""
+               blocked: str | None, env: Mapping[str, str] = os.environ,
+               logged: AbstractSet[tuple[str, str, str]] = frozenset()) -> dict[str, Any]:
+    """One remote's `steps` part. `logged` holds the (ref, old, new) of the push log's entries:
+    their ancestry is the net change's rules' to check, not read again here."""
     named = [found for url in urls
              if (found := github_remote(url, github_hosts(env))) is not None]
     named = list({name.lower(): (host, name) for host, name in named}.values())
@@ -86,17 +89,22 @@ def read_steps(repo: str, *, urls: Sequence[str], fetch_url: str | None,
     except (OSError, ValueError) as exc:
         return {"available": False, "reason": f"cannot read the journal: {exc}"}
     branch = default_branch(before_part, after_part)
-    with_ancestry(path, steps, branch, before_part.get("refs", {}).get(branch))
+    net = (before_part.get("refs", {}).get(branch), after_part.get("refs", {}).get(branch))
+    with_ancestry(path, [s for s in steps if (s["old"], s["new"]) != net
+                         and (s["ref"], s["old"], s["new"]) not in logged],
+                  branch, net[0])
     return {"available": True, "source": STEPS_FROM_JOURNAL, "journal": str(journal),
             "steps": steps}
 
 
 def with_ancestry(bare: Path, steps: list[dict[str, Any]], branch: str,
                   before_tip: str | None) -> None:
-    """Mark each update of the default branch a fast-forward or not, from one walk of the
-    repository that received it: every commit the updates' tips reach and the before tip does
-    not. An old tip the walk cannot place (the before tip itself, or something behind it, that
-    the new tip does not descend from) is no fast-forward; git failing leaves them unknown."""
+    """Mark each update of the default branch among `steps` a fast-forward or not, from one walk
+    of the repository that received it: every commit the updates' tips reach and the before tip
+    does not. An old tip the walk cannot place (the before tip itself, or something behind it,
+    that the new tip does not descend from) is no fast-forward; git failing leaves them
+    unknown. (The net change itself and the logged pushes are left out by the caller: the net
+    change's rules judge them from the history they read anyway.)"""
     moves = [s for s in steps if s["ref"] == branch and ZERO not in (s["old"], s["new"])]
     if not moves:
         return

@@ -75,8 +75,13 @@ def test_fast_forwards_of_the_default_branch_are_left_to_the_net_change() -> Non
 
 
 def test_a_default_branch_step_of_unknown_ancestry_is_unverified() -> None:
-    got, _ = judged({MAIN: A}, {MAIN: B}, journal(step(MAIN, A, B, ff=None)))
+    got, _ = judged({MAIN: A}, {MAIN: C},
+                    journal(step(MAIN, A, B, ff=None), step(MAIN, B, C, ff=True)))
     assert got == [("step-unchecked", MAIN, "UNVERIFIED")]
+    # The net change itself, and a logged push, are the net change's rules' to check.
+    assert judged({MAIN: A}, {MAIN: B}, journal(step(MAIN, A, B, ff=None)))[0] == []
+    assert judged({MAIN: A}, {MAIN: C}, journal(step(MAIN, A, B, ff=None)),
+                  (entry(MAIN, A, B),))[0] == []
 
 
 def test_github_says_which_steps_are_fast_forwards() -> None:
