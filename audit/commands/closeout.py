@@ -55,7 +55,15 @@ from audit.judge.seal import (
     transport_findings,
 )
 from audit.judge.steps import judge_steps
-from audit.model import Charter, Finding, PushEntry, Seals, exit_code, sort_findings
+from audit.model import (
+    UNVERIFIED,
+    Charter,
+    Finding,
+    PushEntry,
+    Seals,
+    exit_code,
+    sort_findings,
+)
 from audit.record import record_audit, record_refusal
 from audit.report import render_both
 from jobs.core.errors import EXIT_USAGE, InputError, LoopError, UsageError
@@ -152,6 +160,12 @@ def _judge_run(run_dir: Path, before: dict[str, Any], entries: list[PushEntry],
             program = recorded
     findings: list[Finding] = []
     blocked = None
+    if verdict.chain and sealed is None:
+        # A fingerprint that cannot be read cannot say the transport is begin's.
+        findings.append(Finding(str(run_dir), "", "", "transport-changed", None, None, None,
+                                UNVERIFIED, "the transport fingerprint sealed at begin is "
+                                "unreadable: how remotes are reached cannot be checked"))
+        blocked = "GitHub was not called: begin's transport fingerprint is unreadable"
     with use_git(program):
         if sealed is not None:
             now = fingerprint([str(r) for r in repos], salt=str(sealed.get("salt")),

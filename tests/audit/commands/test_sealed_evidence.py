@@ -399,3 +399,15 @@ def test_zero_sha_pushes_seal_like_any_other(tmp_path: Path) -> None:
                        old, "--new", new, "--run-dir", str(run_dir)).returncode == 0
     code, report = closeout(run_dir)
     assert code == 0 and report["findings"] == []
+
+
+def test_an_unreadable_transport_fingerprint_is_unverified(tmp_path: Path) -> None:
+    clone, _ = make_repo_with_remote(tmp_path)
+    run_dir = tmp_path / "run"
+    begin(str(clone), "--run-dir", str(run_dir))
+    with sqlite3.connect(ledger_file(tmp_path)) as db:
+        db.execute("UPDATE audit_arms SET transport = 'not json'")
+    code, report = closeout(run_dir)
+    assert code == 3
+    assert "the transport fingerprint sealed at begin is unreadable" in reasons(
+        report, "transport-changed")
