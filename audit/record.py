@@ -25,11 +25,17 @@ from jobs.core.errors import LoopError
 def record_audit(config_arg: str | None, *, command: str, run_dir: Path | None,
                  before: Mapping[str, Any], after: Mapping[str, Any],
                  findings: Sequence[Finding], charter_sha256: str | None,
-                 report: tuple[str, str] | None = None, arm_id: int | None = None) -> None:
-    """Write the run, its findings and (closeout) its report to the configured ledger; never
+                 report: tuple[str, str] | None = None, arm_id: int | None = None,
+                 ledger: Any = None) -> None:
+    """Write the run, its findings and (closeout) its report to the configured ledger (through
+    `ledger`, the open `AuditLedger` closeout checked the seals with, when there is one); never
     raises, never exits."""
     from jobs.config.load import load_config
 
+    if ledger is not None:
+        _record_in(ledger, command, run_dir, before, after, findings, charter_sha256, report,
+                   arm_id)
+        return
     try:
         config = load_config(config_arg)
     except LoopError as exc:
@@ -50,6 +56,32 @@ def record_audit(config_arg: str | None, *, command: str, run_dir: Path | None,
 
             get_logger().warning("audit.ledger_unwritable", reason=reason,
                                  ledger=_redact(config.ledger))
+
+
+def _record_in(ledger: Any, command: str, run_dir: Path | None, before: Mapping[str, Any],
+               after: Mapping[str, Any], findings: Sequence[Finding],
+               charter_sha256: str | None, report: tuple[str, str] | None,
+               arm_id: int | None) -> None:
+    from jobs.ledger.audits import insert_audit_run
+    from jobs.ledger.seals import insert_report
+
+    class _Machine:
+        machine = ledger.machine
+
+    run = _run(_Machine, command, run_dir, before, after, findings, charter_sha256)
+    try:
+        run_id = insert_audit_run(ledger.ledger.engine, run)
+        if report is not None and run_dir is not None:
+            ledger.write("record the report", lambda conn: insert_report(
+                conn, run_dir=os.path.realpath(run_dir), audit_run_id=run_id, arm_id=arm_id,
+                recorded_at=run.recorded_at, exit_code=run.exit_code, text=report[0],
+                json_text=report[1]))
+    except Exception as exc:  # any failure here must leave the verdict alone
+        reason = _first_line(exc)
+        _warn(f"audit not recorded in the ledger {ledger.shown}: {reason}")
+        from jobs.core.logs import get_logger
+
+        get_logger().warning("audit.ledger_unwritable", reason=reason, ledger=ledger.shown)
 
 
 def record_refusal(ledger: Any, run_dir: Path, message: str) -> None:

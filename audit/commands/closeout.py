@@ -142,7 +142,8 @@ def _closeout(run_dir: Path, charter_path: str | None, push_log: str | None, as_
     print(data if as_json else text, end="")
     record_audit(config, command="closeout", run_dir=run_dir, before=before, after=after,
                  findings=findings, charter_sha256=before.get("charter_sha256"),
-                 report=(text, data), arm_id=verdict.head.id if verdict.head else None)
+                 report=(text, data), arm_id=verdict.head.id if verdict.head else None,
+                 ledger=ledger)
     return exit_code(findings)
 
 
