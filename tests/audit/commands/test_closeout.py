@@ -378,10 +378,10 @@ def test_a_run_with_the_real_hook_pushes_logged_and_a_no_verify_push_caught(
         done: "PUSH_LOGGED", hidden: "UNGRANTED"}
 
 
-def test_a_refused_closeout_or_a_new_begin_leaves_no_earlier_report_behind(
-        tmp_path: Path) -> None:
-    """`report` re-prints the last report; after a closeout that failed closed (exit 2), or
-    once a new run is armed, an earlier pass must not be re-printed as this run's verdict."""
+def test_a_refused_closeout_leaves_no_earlier_report_behind(tmp_path: Path) -> None:
+    """`report` prints the last report the ledger recorded; after a closeout that failed closed
+    (exit 2) an earlier pass must not be re-printed as this run's verdict. A run directory is
+    armed once: a new run is a new directory."""
     clone, _ = make_repo_with_remote(tmp_path)
     run_dir = tmp_path / "run"
     assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
@@ -395,9 +395,10 @@ def test_a_refused_closeout_or_a_new_begin_leaves_no_earlier_report_behind(
 
     (run_dir / "push-log.jsonl").unlink()
     assert run_cli("closeout", "--run-dir", str(run_dir)).returncode == 1
-    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
-    assert not (run_dir / "audit-after.json").exists()
-    assert run_cli("report", "--run-dir", str(run_dir)).returncode == 2
+    assert run_cli("report", "--run-dir", str(run_dir)).returncode == 1
+    again = run_cli("begin", str(clone), "--run-dir", str(run_dir))
+    assert again.returncode == 2 and "already armed at " in again.stderr
+    assert run_cli("report", "--run-dir", str(run_dir)).returncode == 1
 
 
 def test_compare_of_snapshot_files_takes_a_charter(tmp_path: Path) -> None:
