@@ -23,16 +23,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     def ledger_config(p: argparse.ArgumentParser) -> None:
         p.add_argument("--config", metavar="FILE",
-                       help="loop-verify's config, whose ledger: records this audit")
+                       help="loop-verify's config (else $LOOP_JOBS_CONFIG, else the default "
+                            "file), whose ledger seals and records the audit")
 
     begin = sub.add_parser("begin", help="take a fresh before-snapshot of REPO")
     begin.add_argument("repo", metavar="REPO")
     begin.add_argument("--charter", metavar="FILE")
     run_dir(begin)
+    ledger_config(begin)
 
     add = sub.add_parser("add", help="add REPO to the before-snapshot")
     add.add_argument("repo", metavar="REPO")
     run_dir(add)
+    ledger_config(add)
     add.set_defaults(charter=None)
 
     rec = sub.add_parser("record-push", help="append one push to the run's push log")
@@ -42,16 +45,26 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument("--new", required=True, metavar="SHA")
     rec.add_argument("--remote", default="origin", metavar="NAME")
     run_dir(rec)
+    ledger_config(rec)
 
     hook = sub.add_parser("hook", help="install or remove the pre-push hook that logs pushes")
     hook.add_argument("action", choices=["install", "uninstall"])
     hook.add_argument("repo", metavar="REPO")
     run_dir(hook)
+    ledger_config(hook)
+
+    journal = sub.add_parser("journal", help="install or remove the journal of ref updates in "
+                             "a bare repository")
+    journal.add_argument("action", choices=["install", "uninstall"])
+    journal.add_argument("bare", metavar="BARE")
+    journal.set_defaults(run_dir=None)
 
     close = sub.add_parser("closeout", help="snapshot again and judge every change")
     close.add_argument("--charter", metavar="FILE")
     close.add_argument("--push-log", metavar="FILE")
     run_dir(close)
+    close.add_argument("--expect-before", metavar="HEX",
+                       help="the before-snapshot digest `begin` printed (its `armed` line)")
     close.add_argument("--json", action="store_true")
     ledger_config(close)
 
@@ -72,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     rep = sub.add_parser("report", help="re-print the last report")
     run_dir(rep)
+    ledger_config(rep)
     return parser
 
 
@@ -105,28 +119,33 @@ def _run(args: argparse.Namespace) -> int:
     if command in ("begin", "add"):
         from audit.commands import begin
         return begin.main(command=command, repo=args.repo, run_dir=args.run_dir,
-                          charter=args.charter)
+                          charter=args.charter, config=args.config)
     if command == "record-push":
         from audit.commands import record_push
         return record_push.main(repo=args.repo, ref=args.ref, old=args.old, new=args.new,
-                                remote=args.remote, run_dir=args.run_dir)
+                                remote=args.remote, run_dir=args.run_dir, config=args.config)
     if command == "hook":
         from audit.commands import hook
-        return hook.main(action=args.action, repo=args.repo, run_dir=args.run_dir)
+        return hook.main(action=args.action, repo=args.repo, run_dir=args.run_dir,
+                         config=args.config)
+    if command == "journal":
+        from audit.commands import journal
+        return journal.main(action=args.action, bare=args.bare)
     if command == "snapshot":
         from audit.commands import snapshot
         return snapshot.main(out=args.out, repos=args.repos)
     if command == "closeout":
         from audit.commands import closeout
         return closeout.closeout(run_dir=args.run_dir, charter=args.charter,
-                                 push_log=args.push_log, as_json=args.json, config=args.config)
+                                 push_log=args.push_log, as_json=args.json, config=args.config,
+                                 expect_before=args.expect_before)
     if command == "compare":
         from audit.commands import closeout
         return closeout.compare(before_file=args.before, after_file=args.after,
                                 charter=args.charter, push_log=args.push_log, as_json=args.json,
                                 run_dir=args.run_dir, config=args.config)
     from audit.commands import report
-    return report.main(run_dir=args.run_dir)
+    return report.main(run_dir=args.run_dir, config=args.config)
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -23,6 +23,7 @@ class FindingVerdict(StrEnum):
     UNGRANTED = "UNGRANTED"
     NON_FAST_FORWARD = "NON_FAST_FORWARD"
     UNVERIFIED = "UNVERIFIED"
+    TAMPERED = "TAMPERED"
 
 
 PUSH_LOGGED = FindingVerdict.PUSH_LOGGED
@@ -32,16 +33,18 @@ FOREIGN = FindingVerdict.FOREIGN
 UNGRANTED = FindingVerdict.UNGRANTED
 NON_FAST_FORWARD = FindingVerdict.NON_FAST_FORWARD
 UNVERIFIED = FindingVerdict.UNVERIFIED
+TAMPERED = FindingVerdict.TAMPERED
 
 PASSING = frozenset({PUSH_LOGGED, BACKLOG_ONLY, RELEASE_PLEASE, FOREIGN})
 # The passing verdicts a commit gets for the paths it changes (audit.evidence.trees reads those
 # again).
 PATH_VERDICTS = frozenset({BACKLOG_ONLY, RELEASE_PLEASE})
-VIOLATIONS = frozenset({UNGRANTED, NON_FAST_FORWARD})
+# Evidence that no longer matches its seal fails like a violation (exit 1).
+VIOLATIONS = frozenset({UNGRANTED, NON_FAST_FORWARD, TAMPERED})
 FAILING = VIOLATIONS | {UNVERIFIED}
 # Most severe first: what a branch line shows when its commits disagree.
-SEVERITY = (NON_FAST_FORWARD, UNGRANTED, UNVERIFIED, FOREIGN, RELEASE_PLEASE, BACKLOG_ONLY,
-            PUSH_LOGGED)
+SEVERITY = (TAMPERED, NON_FAST_FORWARD, UNGRANTED, UNVERIFIED, FOREIGN, RELEASE_PLEASE,
+            BACKLOG_ONLY, PUSH_LOGGED)
 # The folder whose changes alone make a commit BACKLOG_ONLY.
 BACKLOG_DIR = "backlog/"
 # Who may publish a release-please release (and upload its assets).
@@ -215,6 +218,9 @@ class PushEntry:
     at: str
     source: str
     line: int
+    # False for a line the hook wrote while the ledger could not be reached (`"sealed": false`):
+    # what only such a line covers cannot be checked.
+    sealed: bool = True
 
 
 @dataclass(frozen=True)
@@ -248,3 +254,70 @@ def grants_release_please(charter: Charter | None, github_repo: str | None) -> b
         return False
     wanted = github_repo.lower()
     return any(g.kind == "release-please" and g.repo.lower() == wanted for g in charter.grants)
+
+
+# Where a remote's steps come from (the after-snapshot's `steps.source`).
+STEPS_FROM_ACTIVITY = "github-activity"
+STEPS_FROM_JOURNAL = "journal"
+STEPS_NET_ONLY = "none"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One ref update a server recorded between the arm and closeout: an entry of GitHub's
+    repository activity, or a line of a bare repository's journal. `fast_forward` is None when
+    it is not known (a creation, a deletion, or ancestry that could not be read)."""
+    ref: str
+    old: str
+    new: str
+    at: str  # ISO 8601 UTC, whole seconds: `2026-11-30T07:00:00Z`
+    actor: str | None
+    kind: str  # push, force_push, branch_creation, branch_deletion, pr_merge, ..., journal
+    fast_forward: bool | None = None
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One arm row of the ledger (`begin`, or an `add` extending the row `extends`)."""
+    id: int
+    kind: str
+    extends: int | None
+    armed_at: str
+    before_sha256: str
+    charter_sha256: str | None
+    transport_sha256: str
+    # The fingerprint as sealed (`audit.evidence.seal.transport`); None when unreadable.
+    transport: Mapping[str, Any] | None
+
+
+@dataclass(frozen=True)
+class LogLine:
+    """One line of the push-log file as written: its number, its text (no newline), and
+    whether the hook marked it unsealed (`"sealed": false`)."""
+    number: int
+    text: str
+    sealed: bool = True
+
+
+@dataclass(frozen=True)
+class SealedPush:
+    """One `audit_pushes` row: a push-log line as it was sealed."""
+    id: int
+    text: str
+    recorded_at: str
+
+
+@dataclass(frozen=True)
+class Seals:
+    """What the ledger sealed for one run directory, and what the run directory holds now: the
+    tamper rules' whole input (`audit.judge.seal`). `problem` says why the ledger could not be
+    read (then nothing else is known)."""
+    run_dir: str
+    ledger: str
+    problem: str | None = None
+    arms: tuple[Arm, ...] = ()
+    before_sha256: str | None = None  # the before-snapshot's bytes now; None when it is gone
+    expect_before: str | None = None
+    log_lines: tuple[LogLine, ...] = ()
+    log_name: str = "push-log.jsonl"
+    pushes: tuple[SealedPush, ...] = ()

@@ -1,9 +1,11 @@
-"""Recording an audit run in loop-verify's ledger, for `loop-verify review`.
+"""Recording an audit run in loop-verify's ledger, for `loop-verify review` and `report`.
 
 The ledger is found as loop-verify finds it (`--config`, $LOOP_JOBS_CONFIG, the XDG default;
-its `ledger:` and `machine:` keys). Recording is a side channel: whatever goes wrong here (no
-readable config, a ledger that cannot be opened or written) is one warning line on stderr and a
-log event, and the audit's verdict and exit code stay exactly what the judgement said.
+its `ledger:`, else the default SQLite file in `state_dir`, and its `machine:`): every audit is
+recorded, with a closeout's report as it was printed, which `report` re-prints. Recording is a
+side channel: whatever goes wrong here (no readable config, a ledger that cannot be opened or
+written) is one warning line on stderr and a log event, and the audit's verdict and exit code
+stay exactly what the judgement said.
 """
 
 from __future__ import annotations
@@ -22,24 +24,30 @@ from jobs.core.errors import LoopError
 
 def record_audit(config_arg: str | None, *, command: str, run_dir: Path | None,
                  before: Mapping[str, Any], after: Mapping[str, Any],
-                 findings: Sequence[Finding], charter_sha256: str | None) -> None:
-    """Write the run and its findings to the configured ledger; never raises, never exits."""
-    # Imported here: closeout without a ledger to write must not pay for SQLAlchemy.
-    from jobs.config.load import find_config_path, load_config
+                 findings: Sequence[Finding], charter_sha256: str | None,
+                 report: tuple[str, str] | None = None, arm_id: int | None = None,
+                 ledger: Any = None) -> None:
+    """Write the run, its findings and (closeout) its report to the configured ledger (through
+    `ledger`, the open `AuditLedger` closeout checked the seals with, when there is one); never
+    raises, never exits."""
+    from jobs.config.load import load_config
 
-    path, _named = find_config_path(config_arg, os.environ)
+    if ledger is not None:
+        _record_in(ledger, command, run_dir, before, after, findings, charter_sha256, report,
+                   arm_id)
+        return
     try:
         config = load_config(config_arg)
     except LoopError as exc:
         _warn(f"audit not recorded in the ledger: {exc}")
         return
-    if not _ledger_configured(path):
-        return
     # The ledger layer logs its own events: to the log file, never onto the report's stdout.
-    logging_ok = _start_logging(config.log_file, config.machine)
+    from audit.evidence.seal.ledger import start_logging
+
+    logging_ok = start_logging(config.log_file, config.machine)
     try:
         _write(config.ledger, _run(config, command, run_dir, before, after, findings,
-                                   charter_sha256))
+                                   charter_sha256), run_dir, report, arm_id)
     except Exception as exc:  # any failure here must leave the verdict alone
         reason = _first_line(exc)
         _warn(f"audit not recorded in the ledger {_redact(config.ledger)}: {reason}")
@@ -50,14 +58,43 @@ def record_audit(config_arg: str | None, *, command: str, run_dir: Path | None,
                                  ledger=_redact(config.ledger))
 
 
-def _ledger_configured(path: Path) -> bool:
-    """Whether the config file sets `ledger:` (the SPEC records audits only then)."""
-    import yaml
+def _record_in(ledger: Any, command: str, run_dir: Path | None, before: Mapping[str, Any],
+               after: Mapping[str, Any], findings: Sequence[Finding],
+               charter_sha256: str | None, report: tuple[str, str] | None,
+               arm_id: int | None) -> None:
+    from jobs.ledger.audits import insert_audit_run
+    from jobs.ledger.seals import insert_report
 
-    if not path.exists():
-        return False
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    return isinstance(data, dict) and "ledger" in data
+    class _Machine:
+        machine = ledger.machine
+
+    run = _run(_Machine, command, run_dir, before, after, findings, charter_sha256)
+    try:
+        run_id = insert_audit_run(ledger.ledger.engine, run)
+        if report is not None and run_dir is not None:
+            ledger.write("record the report", lambda conn: insert_report(
+                conn, run_dir=os.path.realpath(run_dir), audit_run_id=run_id, arm_id=arm_id,
+                recorded_at=run.recorded_at, exit_code=run.exit_code, text=report[0],
+                json_text=report[1]))
+    except Exception as exc:  # any failure here must leave the verdict alone
+        reason = _first_line(exc)
+        _warn(f"audit not recorded in the ledger {ledger.shown}: {reason}")
+        from jobs.core.logs import get_logger
+
+        get_logger().warning("audit.ledger_unwritable", reason=reason, ledger=ledger.shown)
+
+
+def record_refusal(ledger: Any, run_dir: Path, message: str) -> None:
+    """A closeout refused (exit 2) once it had started: `report` says so rather than re-print
+    an earlier verdict as this one's. Never raises."""
+    from jobs.ledger.seals import insert_report
+
+    try:
+        ledger.write("record the refused closeout", lambda conn: insert_report(
+            conn, run_dir=os.path.realpath(run_dir), audit_run_id=None, arm_id=None,
+            recorded_at=datetime.now(UTC), exit_code=2, text=message, json_text=""))
+    except Exception as exc:  # a side channel: the refusal itself stands
+        _warn(f"refused closeout not recorded in the ledger: {_first_line(exc)}")
 
 
 def _run(config: Any, command: str, run_dir: Path | None, before: Mapping[str, Any],
@@ -95,14 +132,22 @@ def _remotes(*snapshots: Mapping[str, Any]) -> dict[str, dict[str, str]]:
     return repos
 
 
-def _write(url: str, run: Any) -> None:
+def _write(url: str, run: Any, run_dir: Path | None, report: tuple[str, str] | None,
+           arm_id: int | None) -> None:
     from jobs.ledger.audits import ensure_audit_tables, insert_audit_run
+    from jobs.ledger.seals import ensure_seal_tables, insert_report
     from jobs.ledger.store import Ledger
 
     ledger = Ledger(url)
     try:
         ensure_audit_tables(ledger.engine)
-        insert_audit_run(ledger.engine, run)
+        run_id = insert_audit_run(ledger.engine, run)
+        if report is not None and run_dir is not None:
+            ensure_seal_tables(ledger.engine)
+            with ledger.engine.begin() as conn:
+                insert_report(conn, run_dir=os.path.realpath(run_dir), audit_run_id=run_id,
+                              arm_id=arm_id, recorded_at=run.recorded_at,
+                              exit_code=run.exit_code, text=report[0], json_text=report[1])
     finally:
         ledger.close()
 
@@ -123,15 +168,3 @@ def _redact(url: str) -> str:
 
 def _warn(message: str) -> None:
     print(f"loop-pi-audit: warning: {message} (the audit's verdict stands)", file=sys.stderr)
-
-
-def _start_logging(log_file: Path, machine: str) -> bool:
-    from jobs.core.logs import configure_logging
-
-    try:
-        configure_logging(log_file, console=False, machine=machine)
-        return True
-    except OSError:
-        # No log file: still keep library and ledger events off stdout.
-        configure_logging(None, console=False, machine=machine)
-        return False

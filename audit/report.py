@@ -86,10 +86,15 @@ def summary_line(findings: Sequence[Finding]) -> str:
     return f"audit: {len(findings)} findings, {failing} failing"
 
 
-def render_text(findings: Sequence[Finding], shown: Sequence[Finding] | None = None) -> str:
-    """The text report; `shown` is `group_commits(findings)` when the caller already has it."""
+def render_text(findings: Sequence[Finding], shown: Sequence[Finding] | None = None,
+                notes: Sequence[str] = ()) -> str:
+    """The text report; `shown` is `group_commits(findings)` when the caller already has it.
+    Notes (what the audit could only judge by its net change) come before the summary line,
+    which stays last."""
     shown = group_commits(findings) if shown is None else shown
-    return _utf8("".join(finding_line(f) + "\n" for f in shown) + summary_line(shown) + "\n")
+    return _utf8("".join(finding_line(f) + "\n" for f in shown)
+                 + "".join(_printable(f"note: {n}") + "\n" for n in notes)
+                 + summary_line(shown) + "\n")
 
 
 def _utf8(text: str) -> str:
@@ -98,10 +103,11 @@ def _utf8(text: str) -> str:
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def render_both(findings: Sequence[Finding]) -> tuple[str, str]:
+def render_both(findings: Sequence[Finding], notes: Sequence[str] = ()) -> tuple[str, str]:
     """The text and JSON reports, grouping the commits once."""
     shown = group_commits(findings)
-    return render_text(findings, shown), render_json(findings, shown)
+    # The notes are the text report's alone: the JSON keeps the contract's exact shape.
+    return render_text(findings, shown, notes), render_json(findings, shown)
 
 
 def report_object(findings: Sequence[Finding], shown: Sequence[Finding] | None = None

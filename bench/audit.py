@@ -20,6 +20,11 @@ is each process tree's maximum RSS (closeout with the git it starts; the floor's
 refs, never with commits or tags, so each scenario is also run at a tenth of its size and the
 counts compared.
 
+Each run is armed and sealed as a real one is: its own ledger, the push log sealed in it, and a
+journal in the bare remote, so closeout's cost includes checking the seals and reading every
+step. closeout runs the git `begin` recorded, so the counting git is the one a second run
+directory, armed at the same moment, recorded.
+
 Goals checked by `--check` (exit 1 when one is missed): 20,000 and 100,000 logged commits within
 1.5x their floor; 8,000 logged tags under 1 s; peak memory at 100,000 mixed commits within 1.5x
 the floor's; git process counts equal at both sizes of every scenario. (The issue also compares
@@ -71,15 +76,46 @@ def audit(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
 
 
 
+def own_ledger(work: Path) -> None:
+    """This scenario's configuration and ledger (where begin seals the arm) in its own folder."""
+    config = work / "config.yaml"
+    config.write_text(f"state_dir: {work / 'state'}\n")
+    ENV["LOOP_JOBS_CONFIG"] = str(config)
+
+
+def journal(bare: Path) -> None:
+    """The bare remote keeps a journal: closeout reads every step, not only the net change."""
+    done = audit("journal", "install", str(bare))
+    if done.returncode != 0:
+        raise SystemExit(f"journal install failed: {done.stderr.decode()}")
+
+
+def sealed_log(run_dir: Path, entries: list[dict[str, str]]) -> None:
+    """The run's pushes as the pre-push hook logs them: sealed in the ledger, then appended."""
+    sys.path.insert(0, str(ROOT))
+    from audit.evidence.seal.pushes import record_pushes
+
+    def fail(message: str) -> None:
+        raise SystemExit(message)
+
+    for where in (run_dir, run_dir.parent / "counted"):
+        record_pushes(where, entries, ENV["LOOP_JOBS_CONFIG"], fail)
+
+
 def arm(clone: Path, work: Path) -> Path:
-    """`loop-pi-audit begin` on the clone with the bench's charter; the run directory."""
-    run_dir = work / "run"
+    """`loop-pi-audit begin` on the clone with the bench's charter; the run directory. A second
+    run directory, `counted`, is armed at the same moment with a git that counts its calls:
+    closeout runs the git begin recorded, so that is the only way to count closeout's."""
     charter = work / "charter.md"
     charter.write_text("# Charter: bench/repo loop1\nsession: bench-session\n")
-    done = audit("begin", str(clone), "--charter", str(charter), "--run-dir", str(run_dir))
-    if done.returncode != 0:
-        raise SystemExit(f"begin failed: {done.stderr.decode()}")
-    return run_dir
+    env, _count = counting_env(work)
+    for name, with_env in (("run", ENV), ("counted", env)):
+        done = audit("begin", str(clone), "--charter", str(charter), "--run-dir",
+                     str(work / name), env=with_env)
+        if done.returncode != 0:
+            raise SystemExit(f"begin failed: {done.stderr.decode()}")
+    return work / "run"
+
 
 def kind_of_chunk(i: int, every: bool = False) -> str:
     """Every tenth chunk another session's (foreign), every tenth backlog-only; the rest logged
@@ -116,8 +152,10 @@ def build(work: Path, n: int, logged: bool = True, tail_logged: bool = False,
     logged push."""
     bare = work / "remote.git"
     clone = work / "clone"
+    own_ledger(work)
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)],
                    check=True, env=ENV)
+    journal(bare)
     subprocess.run(["git", "init", "-q", "-b", "main", str(clone)], check=True,
                    env=ENV)
     (clone / "README.md").write_text("bench\n")
@@ -156,9 +194,7 @@ def build(work: Path, n: int, logged: bool = True, tail_logged: bool = False,
         if i % 4 != 3:
             entries.append(entry(clone, f"refs/heads/side/{i:03d}", base, target))
     git(clone, "push", "-q", "origin", "main", *moves)
-    with (run_dir / "push-log.jsonl").open("w") as fh:
-        for e in entries:
-            fh.write(json.dumps(e, sort_keys=True) + "\n")
+    sealed_log(run_dir, entries)
     return clone, run_dir, base, after
 
 
@@ -175,15 +211,16 @@ def timed(fn: object) -> float:
 
 
 def counting_env(work: Path) -> tuple[dict[str, str], Path]:
-    real = shutil.which("git", path=ENV.get("PATH"))
-    if real is None:
-        raise SystemExit("git not found")
     bindir = work / "shim"
-    bindir.mkdir()
     count = work / "git-calls"
-    shim = bindir / "git"
-    shim.write_text(f'#!/bin/sh\necho "$*" >> "{count}"\nexec "{real}" "$@"\n')
-    shim.chmod(0o755)
+    if not bindir.exists():
+        real = shutil.which("git", path=ENV.get("PATH"))
+        if real is None:
+            raise SystemExit("git not found")
+        bindir.mkdir()
+        shim = bindir / "git"
+        shim.write_text(f'#!/bin/sh\necho "$*" >> "{count}"\nexec "{real}" "$@"\n')
+        shim.chmod(0o755)
     return {**ENV, "PATH": f"{bindir}{os.pathsep}{ENV.get('PATH', '')}"}, count
 
 
@@ -193,17 +230,17 @@ def build_tags(work: Path, n: int) -> tuple[Path, Path, str, str]:
     stream = "".join(f"reset refs/tags/t{i:05d}\nfrom {base}\n\n" for i in range(n))
     git(clone, "fast-import", "--quiet", input=stream.encode())
     git(clone, "push", "-q", "origin", "refs/tags/*:refs/tags/*")
-    with (run_dir / "push-log.jsonl").open("w") as fh:
-        for i in range(n):
-            fh.write(json.dumps(entry(clone, f"refs/tags/t{i:05d}", "0" * 40, base),
-                                sort_keys=True) + "\n")
+    sealed_log(run_dir, [entry(clone, f"refs/tags/t{i:05d}", "0" * 40, base)
+                         for i in range(n)])
     return clone, run_dir, base, base
 
 
 def build_empty(work: Path) -> tuple[Path, Path, str, str]:
     bare = work / "remote.git"
     clone = work / "clone"
+    own_ledger(work)
     subprocess.run(["git", "init", "-q", "--bare", "-b", "main", str(bare)], check=True, env=ENV)
+    journal(bare)
     subprocess.run(["git", "init", "-q", "-b", "main", str(clone)], check=True, env=ENV)
     (clone / "README.md").write_text("bench\n")
     git(clone, "add", "README.md")
@@ -262,8 +299,9 @@ def bench(scenario: str, n: int, runs: int = 3) -> dict[str, float | int | str]:
         for f in report["findings"]:
             verdicts[f["verdict"]] = verdicts.get(f["verdict"], 0) + f.get("count", 1)
         env, count = counting_env(work)
-        audit("closeout", "--run-dir", str(run_dir), "--charter", str(work / "charter.md"),
-              "--json", env=env)
+        count.unlink(missing_ok=True)
+        audit("closeout", "--run-dir", str(work / "counted"), "--charter",
+              str(work / "charter.md"), "--json", env=env)
         floor_s = min(f[0] for f in floors)
         closeout_s = min(c[0] for c in closeouts)
         floor_cpu = min(f[4] for f in floors)

@@ -155,6 +155,15 @@ def gh_asset(api_base: str, owner_name: str, asset_id: int, name: str, *, size: 
     }
 
 
+def gh_activity(activity_id: int, ref: str, before: str, after: str, kind: str = "push",
+                actor: str | None = "octocat", timestamp: str = "2026-11-30T08:00:00Z"
+                ) -> dict[str, Any]:
+    """One item of `GET /repos/{o}/{n}/activity` (newest first in a page)."""
+    return {"id": activity_id, "node_id": f"RA_{activity_id}", "before": before, "after": after,
+            "ref": ref, "timestamp": timestamp, "activity_type": kind,
+            "actor": gh_user(actor) if actor is not None else None}
+
+
 def link_header(pages: Sequence[tuple[str, str]]) -> str:
     """`Link: <url>; rel="next", <url>; rel="last"` from (rel, url) pairs."""
     return ", ".join(f'<{url}>; rel="{rel}"' for rel, url in pages)

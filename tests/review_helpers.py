@@ -177,7 +177,7 @@ def build_world(base: Path) -> ReviewWorld:
     charter.write_text(CHARTER)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     begun = audit_cli("begin", str(audit_repo), "--charter", str(charter), "--run-dir",
-                      str(run_dir), env=env)
+                      str(run_dir), "--config", str(config), env=env)
     assert begun.returncode == 0, begun.stderr
     commit(audit_repo, "src/app.py", "print('unlogged')\n", "feat: a push nobody logged")
     git(audit_repo, "push", "-q", "origin", "HEAD:main")

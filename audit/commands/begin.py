@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from audit.evidence.charter import load_charter
+from audit.evidence.git import git_program, use_git
 from audit.evidence.rundir import (
     AFTER,
     BEFORE,
@@ -17,6 +18,9 @@ from audit.evidence.rundir import (
     run_lock,
     write_json,
 )
+from audit.evidence.seal.arm import armed_line, arms, file_digest, refuse_rearm, seal
+from audit.evidence.seal.ledger import AuditLedger, open_ledger
+from audit.evidence.seal.transport import fingerprint
 from audit.evidence.snapshot import (
     require_repository,
     snapshot_complete,
@@ -24,62 +28,113 @@ from audit.evidence.snapshot import (
     take_snapshot,
 )
 from audit.evidence.snapshot_file import load_snapshot
-from jobs.core.errors import EXIT_FAILED, EXIT_OK, UsageError
+from audit.judge.seal import arm_chain
+from audit.model import Arm
+from jobs.core.errors import EXIT_FAILED, EXIT_OK, LoopError, UsageError
 
 
-def main(*, command: str, repo: str, run_dir: str | None, charter: str | None = None) -> int:
+def main(*, command: str, repo: str, run_dir: str | None, charter: str | None = None,
+         config: str | None = None) -> int:
     """`begin` (a fresh before-snapshot, arming the charter) or `add` (one more repository)."""
     directory = resolve_run_dir(run_dir)
     root = require_repository(repo)
     if command == "begin":
-        return begin(directory, root, Path(charter) if charter else None)
-    return add(directory, root)
+        return begin(directory, root, Path(charter) if charter else None, config)
+    return add(directory, root, config)
 
 
-def begin(run_dir: Path, repo: Path, charter_path: Path | None) -> int:
+def begin(run_dir: Path, repo: Path, charter_path: Path | None,
+          config: str | None = None) -> int:
     # Parse the charter before looking at any remote: a bad charter is a usage error (exit 2).
     charter_sha = load_charter(charter_path).sha256 if charter_path else None
-    snap = take_snapshot([repo], charter_sha256=charter_sha)
-    if not _complete(snap, "begin"):
-        return EXIT_FAILED
-    with run_lock(run_dir):
-        write_json(run_dir / BEFORE, snap)
-        # A fresh run: an earlier run's after-snapshot and reports say nothing about this one.
-        for name in (AFTER, REPORT_JSON, REPORT_TXT):
-            (run_dir / name).unlink(missing_ok=True)
-        stale = run_dir / PUSH_LOG
-        has_log = stale.exists() and stale.stat().st_size > 0
+    with open_ledger(config) as ledger:
+        # Refused before anything is read: a run directory is armed once, and the ledger
+        # remembers it even when its files are gone.
+        refuse_rearm(run_dir, arms(ledger, run_dir))
+        program = git_program()
+        with use_git(program):
+            transport = fingerprint([str(repo)], git=program)
+            snap = take_snapshot([repo], charter_sha256=charter_sha)
+        if not _complete(snap, "begin"):
+            return EXIT_FAILED
+        with run_lock(run_dir):
+            refuse_rearm(run_dir, arms(ledger, run_dir))
+            before = run_dir / BEFORE
+            write_json(before, snap)
+            # A fresh run: an earlier run's after-snapshot and reports say nothing about it.
+            for name in (AFTER, REPORT_JSON, REPORT_TXT):
+                (run_dir / name).unlink(missing_ok=True)
+            stale = run_dir / PUSH_LOG
+            has_log = stale.exists() and stale.stat().st_size > 0
+            digest = file_digest(before)
+            assert digest is not None
+            try:
+                arm = seal(ledger, run_dir, kind="begin", extends=None, before_sha256=digest,
+                           charter_sha256=charter_sha, transport=transport)
+            except LoopError:
+                before.unlink(missing_ok=True)  # not sealed: not armed
+                raise
     print(f"loop-pi-audit: armed {run_dir / BEFORE}"
-          + (f" (charter sha256 {charter_sha[:12]}…)" if charter_sha else " (no charter)"))
+          + (f" (charter sha256 {charter_sha[:12]}…)" if charter_sha else " (no charter)")
+          + f"; sealed in the ledger {ledger.shown}")
     print(summarize(snap))
     if has_log:
         print(f"loop-pi-audit: note: {stale} already holds entries from before this begin; "
               "they still count at closeout", file=sys.stderr)
+    print(armed_line(run_dir, arm))
     return EXIT_OK
 
 
-def add(run_dir: Path, repo: Path) -> int:
+def add(run_dir: Path, repo: Path, config: str | None = None) -> int:
     before_path = run_dir / BEFORE
     if not before_path.exists():
         raise UsageError(f"no {BEFORE} in {run_dir}: run `loop-pi-audit begin` first")
     key = str(repo)
-    if key in load_snapshot(before_path)["repos"]:
-        print(f"loop-pi-audit: {key} is already in {before_path}; keeping its first snapshot")
-        return EXIT_OK
-    snap = take_snapshot([repo], charter_sha256=None)
-    if not _complete(snap, "add"):
-        return EXIT_FAILED
-    with run_lock(run_dir):
-        # Re-read under the lock: another add may have won the race, and its snapshot is first.
-        before: dict[str, Any] = load_snapshot(before_path)
-        if key in before["repos"]:
+    with open_ledger(config) as ledger:
+        chain = _sealed_chain(ledger, run_dir, before_path)
+        if key in load_snapshot(before_path)["repos"]:
             print(f"loop-pi-audit: {key} is already in {before_path}; keeping its first snapshot")
             return EXIT_OK
-        before["repos"] = dict(sorted({**before["repos"], **snap["repos"]}.items()))
-        write_json(before_path, before)
+        program = git_program()
+        salt = (chain[0].transport or {}).get("salt")
+        with use_git(program):
+            transport = fingerprint([str(repo)], git=program,
+                                    salt=salt if isinstance(salt, str) else None)
+            snap = take_snapshot([repo], charter_sha256=None)
+        if not _complete(snap, "add"):
+            return EXIT_FAILED
+        with run_lock(run_dir):
+            # Re-read under the lock: another add may have won the race, and its snapshot is
+            # first; and what is extended must still be what was sealed.
+            chain = _sealed_chain(ledger, run_dir, before_path)
+            before: dict[str, Any] = load_snapshot(before_path)
+            if key in before["repos"]:
+                print(f"loop-pi-audit: {key} is already in {before_path}; keeping its first "
+                      "snapshot")
+                return EXIT_OK
+            before["repos"] = dict(sorted({**before["repos"], **snap["repos"]}.items()))
+            write_json(before_path, before)
+            digest = file_digest(before_path)
+            assert digest is not None
+            arm = seal(ledger, run_dir, kind="add", extends=chain[-1].id, before_sha256=digest,
+                       charter_sha256=chain[-1].charter_sha256, transport=transport)
     print(f"loop-pi-audit: added {key} to {before_path}")
     print(summarize(snap))
+    print(armed_line(run_dir, arm))
     return EXIT_OK
+
+
+def _sealed_chain(ledger: AuditLedger, run_dir: Path, before_path: Path) -> tuple[Arm, ...]:
+    """The arm chain `add` extends: refused when there is none, or when the before-snapshot no
+    longer matches its newest row (an edited snapshot must not be sealed anew)."""
+    chain = arm_chain(arms(ledger, run_dir))
+    if not chain:
+        raise UsageError(f"{run_dir} was never armed in the ledger {ledger.shown}: run "
+                         "`loop-pi-audit begin` first")
+    if file_digest(before_path) != chain[-1].before_sha256:
+        raise LoopError(f"{before_path} does not match its seal (ledger row {chain[-1].id}): "
+                        "refusing to extend it; closeout will report it TAMPERED", EXIT_FAILED)
+    return chain
 
 
 def _complete(snap: dict[str, Any], verb: str) -> bool:

@@ -18,11 +18,16 @@ The push log is `--push-log FILE` (which must exist), else for closeout `RUN_DIR
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from audit.evidence.charter import charter_sha256, load_charter
+from audit.evidence.git import git_program, use_git
 from audit.evidence.history import gather_history
 from audit.evidence.pushlog import read_push_log
 from audit.evidence.rundir import (
@@ -35,64 +40,171 @@ from audit.evidence.rundir import (
     run_lock,
     write_json,
 )
+from audit.evidence.seal.arm import arms, file_digest
+from audit.evidence.seal.ledger import AuditLedger, SealError, open_ledger
+from audit.evidence.seal.pushes import read_sealed_log, sealed_pushes
+from audit.evidence.seal.transport import fingerprint, github_settings
 from audit.evidence.snapshot import take_snapshot
 from audit.evidence.snapshot_file import load_snapshot
 from audit.judge.compare import judge
-from audit.model import Charter, Finding, PushEntry, exit_code
-from audit.record import record_audit
-from audit.report import render_both, render_json, render_text
-from jobs.core.errors import InputError, UsageError
+from audit.judge.seal import (
+    SealJudgement,
+    charter_findings,
+    downgrade_unsealed,
+    judge_seals,
+    transport_findings,
+)
+from audit.judge.steps import judge_steps
+from audit.model import (
+    UNVERIFIED,
+    Charter,
+    Finding,
+    PushEntry,
+    Seals,
+    exit_code,
+    sort_findings,
+)
+from audit.record import record_audit, record_refusal
+from audit.report import render_both
+from jobs.core.errors import EXIT_USAGE, InputError, LoopError, UsageError
 from jobs.core.fs import atomic_write
 from jobs.core.urls import github_hosts
 
 
 def closeout(*, run_dir: str | None, charter: str | None, push_log: str | None, as_json: bool,
-             config: str | None) -> int:
-    """Snapshot again, judge every change, write both reports into the run directory."""
+             config: str | None, expect_before: str | None = None) -> int:
+    """Check the evidence against its seals, snapshot again, judge every change and every step,
+    write both reports into the run directory and record them in the ledger."""
     directory = resolve_run_dir(run_dir)
-    return _closeout(directory, charter, push_log, as_json, config)
+    if expect_before is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", expect_before):
+        raise UsageError(f"--expect-before must be a sha256 (64 hex digits), got "
+                         f"{expect_before[:80]!r}")
+    with ExitStack() as stack:
+        ledger: AuditLedger | None = None
+        problem = None
+        try:
+            ledger = stack.enter_context(open_ledger(config))
+        except SealError as exc:
+            problem = str(exc)
+        try:
+            return _closeout(directory, charter, push_log, as_json, config, expect_before,
+                             ledger, problem)
+        except LoopError as exc:
+            if ledger is not None and exc.exit_code == EXIT_USAGE:
+                # `report` must not re-print an earlier verdict as this closeout's.
+                record_refusal(ledger, directory, str(exc))
+            raise
+    raise AssertionError("unreachable")
 
 
 def _closeout(run_dir: Path, charter_path: str | None, push_log: str | None, as_json: bool,
-              config: str | None) -> int:
-    """Three steps, in this order: gather (the before-snapshot, the charter, the push log, a
-    fresh after-snapshot, then what git holds about the changes: `judge_snapshots`), judge the
+              config: str | None, expect_before: str | None, ledger: AuditLedger | None,
+              problem: str | None) -> int:
+    """Three steps, in this order: gather (the seals and what they seal, the before-snapshot,
+    the charter, the push log, the transport now, a fresh after-snapshot with every step the
+    servers recorded, then what git holds about the changes: `judge_snapshots`), judge the
     plain data they make (`audit.judge`, which asks git nothing), report (both files, stdout,
-    the ledger). Evidence checked against its seal belongs to the first step."""
+    the ledger). Evidence is checked against its seal before its form is judged."""
     before_path = run_dir / BEFORE
-    if not before_path.exists():
-        raise UsageError(f"no {BEFORE} in {run_dir}: run `loop-pi-audit begin` first")
+    log_path = Path(push_log) if push_log is not None else run_dir / PUSH_LOG
+    if push_log is not None and not log_path.exists():
+        raise InputError(log_path, "no such push log")
     with run_lock(run_dir):
         # A closeout that stops here (changed charter, malformed log) must not leave an earlier
         # report for `report` to pass off as the last word on this run.
         for stale in (REPORT_JSON, REPORT_TXT):
             (run_dir / stale).unlink(missing_ok=True)
-        before = load_snapshot(before_path)
-        charter = resolve_charter(charter_path, before, before_path)
-        entries = load_push_log(push_log, run_dir / PUSH_LOG)
-        repos = [Path(repo) for repo in before["repos"]]
-        after = take_snapshot(repos, charter_sha256=before["charter_sha256"])
-        write_json(run_dir / AFTER, after)
-        findings = judge_snapshots(before, after, entries, charter)
-        text, data = render_both(findings)
+        entries, lines = read_sealed_log(log_path)
+        seals = Seals(run_dir=str(run_dir), ledger=ledger.shown if ledger else "",
+                      problem=problem, before_sha256=file_digest(before_path),
+                      expect_before=expect_before, log_lines=lines, log_name=log_path.name)
+        if ledger is not None:
+            seals = replace(seals, arms=arms(ledger, run_dir),
+                            pushes=sealed_pushes(ledger, run_dir))
+        verdict = judge_seals(seals)
+        if seals.before_sha256 is None and not seals.arms:
+            raise UsageError(f"no {BEFORE} in {run_dir}: run `loop-pi-audit begin` first")
+        findings = list(verdict.findings)
+        notes: list[str] = []
+        before: dict[str, Any] = {}
+        after: dict[str, Any] = {}
+        if verdict.before_ok:
+            before = load_before(before_path)
+            charter = resolve_charter(charter_path, before, before_path)
+            findings += charter_findings(str(run_dir), before.get("charter_sha256"),
+                                         verdict.head)
+            trusted = [e for e in entries if e.line not in verdict.unrecorded]
+            after, judged, notes = _judge_run(run_dir, before, trusted, charter, verdict)
+            findings += judged
+        text, data = render_both(findings, notes)
         atomic_write(run_dir / REPORT_JSON, data.encode("utf-8"))
         atomic_write(run_dir / REPORT_TXT, text.encode("utf-8"))
     print(data if as_json else text, end="")
     record_audit(config, command="closeout", run_dir=run_dir, before=before, after=after,
-                 findings=findings, charter_sha256=before.get("charter_sha256"))
+                 findings=findings, charter_sha256=before.get("charter_sha256"),
+                 report=(text, data), arm_id=verdict.head.id if verdict.head else None,
+                 ledger=ledger)
     return exit_code(findings)
+
+
+def _judge_run(run_dir: Path, before: dict[str, Any], entries: list[PushEntry],
+               charter: Charter | None, verdict: SealJudgement
+               ) -> tuple[dict[str, Any], list[Finding], list[str]]:
+    """The after-snapshot (with the git begin ran) and its judgement, with the transport
+    checked against every arm of the chain."""
+    repos = [Path(repo) for repo in before["repos"]]
+    sealed = verdict.chain[0].transport if verdict.chain else None
+    program = git_program()
+    if sealed is not None:
+        recorded = str(sealed.get("git", {}).get("path", ""))
+        if os.path.isabs(recorded) and os.access(recorded, os.X_OK):
+            program = recorded
+    findings: list[Finding] = []
+    blocked = None
+    if verdict.chain and sealed is None:
+        # A fingerprint that cannot be read cannot say the transport is begin's.
+        findings.append(Finding(str(run_dir), "", "", "transport-changed", None, None, None,
+                                UNVERIFIED, "the transport fingerprint sealed at begin is "
+                                "unreadable: how remotes are reached cannot be checked"))
+        blocked = "GitHub was not called: begin's transport fingerprint is unreadable"
+    with use_git(program):
+        if sealed is not None:
+            now = fingerprint([str(r) for r in repos], salt=str(sealed.get("salt")),
+                              git=program)
+            changed, names = transport_findings(str(run_dir), verdict.chain, now)
+            findings += changed
+            github = github_settings(n.split(":", 1)[0] for n in names)
+            if github:
+                blocked = ("GitHub was not called: " + ", ".join(github) + " differs from what "
+                           "begin recorded")
+        after = take_snapshot(repos, charter_sha256=before["charter_sha256"], before=before,
+                              github_blocked=blocked,
+                              logged=frozenset((e.ref, e.old, e.new) for e in entries))
+        write_json(run_dir / AFTER, after)
+        judged, notes = judge_snapshots(before, after, entries, charter)
+    return after, findings + judged, notes
+
+
+def load_before(path: Path) -> dict[str, Any]:
+    """The before-snapshot; one that holds no repository is malformed (exit 2)."""
+    before = load_snapshot(path)
+    if not before["repos"]:
+        raise InputError(path, "not a loop-pi-audit snapshot: it holds no repository (`begin` "
+                         "takes one)")
+    return before
 
 
 def compare(*, before_file: str, after_file: str, charter: str | None, push_log: str | None,
             as_json: bool, run_dir: str | None, config: str | None) -> int:
     """Judge the changes between two snapshot files; with `run_dir`, record the audit."""
     before_path = Path(before_file)
-    before = load_snapshot(before_path)
+    before = load_before(before_path)
     after = load_snapshot(Path(after_file))
     grant = resolve_charter(charter, before, before_path, frozen_only=False)
     entries = load_push_log(push_log, None)
-    findings = judge_snapshots(before, after, entries, grant)
-    print(render_json(findings) if as_json else render_text(findings), end="")
+    findings, notes = judge_snapshots(before, after, entries, grant)
+    text, data = render_both(findings, notes)
+    print(data if as_json else text, end="")
     if run_dir is not None:
         record_audit(config, command="compare", run_dir=Path(run_dir), before=before,
                      after=after, findings=findings,
@@ -101,12 +213,29 @@ def compare(*, before_file: str, after_file: str, charter: str | None, push_log:
 
 
 def judge_snapshots(before: Mapping[str, Any], after: Mapping[str, Any],
-                    entries: Sequence[PushEntry], charter: Charter | None) -> list[Finding]:
+                    entries: Sequence[PushEntry], charter: Charter | None
+                    ) -> tuple[list[Finding], list[str]]:
+    """Every finding (the net change and every step) and the report's notes. What only a line
+    the hook wrote unsealed covers is UNVERIFIED: the judgement without such lines says what
+    they alone cover."""
+    findings, notes = _judge_snapshots(before, after, entries, charter)
+    if all(e.sealed for e in entries):
+        return findings, notes
+    strict, _ = _judge_snapshots(before, after, [e for e in entries if e.sealed], charter)
+    return downgrade_unsealed(findings, strict), notes
+
+
+def _judge_snapshots(before: Mapping[str, Any], after: Mapping[str, Any],
+                     entries: Sequence[PushEntry], charter: Charter | None
+                     ) -> tuple[list[Finding], list[str]]:
     """Gather, then judge: every piece of evidence git holds about the changes between the
     snapshots is read first (`audit.evidence.history`, plain data), then judged without asking
-    git anything more (`audit.judge.compare`)."""
+    git anything more (`audit.judge.compare`, and `audit.judge.steps` for the steps the
+    after-snapshot holds)."""
     history = gather_history(before, after, entries)
-    return judge(before, after, charter, history, github_hosts())
+    steps, notes = judge_steps(before, after, history.entries)
+    return sort_findings([*judge(before, after, charter, history, github_hosts()),
+                          *steps]), notes
 
 
 def resolve_charter(arg: str | None, before: Mapping[str, Any], before_path: Path, *,

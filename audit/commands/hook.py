@@ -9,17 +9,25 @@ from pathlib import Path
 from audit.evidence import hook
 from audit.evidence.rundir import ENV_VAR
 from audit.evidence.snapshot import require_repository
-from jobs.core.errors import EXIT_OK
+from jobs.core.errors import EXIT_OK, UsageError
 
 
-def main(*, action: str, repo: str, run_dir: str | None) -> int:
+def main(*, action: str, repo: str, run_dir: str | None, config: str | None = None) -> int:
     root = require_repository(repo)
     if action == "uninstall":
         print(f"loop-pi-audit: {hook.uninstall(root)}")
         return EXIT_OK
     given = run_dir or os.environ.get(ENV_VAR) or ""
     directory = Path(given).expanduser().absolute() if given else None
-    print(f"loop-pi-audit: {hook.install(root, directory)}")
+    # The configuration in force now is the one the hook seals pushes with (when it exists; else
+    # the hook looks the default up at push time).
+    from audit.evidence.seal.ledger import config_path
+
+    in_force = config_path(config)
+    if config and not in_force.exists():
+        raise UsageError(f"--config {in_force}: no such file")
+    recorded = in_force if in_force.exists() else None
+    print(f"loop-pi-audit: {hook.install(root, directory, config=recorded)}")
     if directory is None:
         print(f"loop-pi-audit: note: no run directory given; pushes are logged only while "
               f"${ENV_VAR} is set", file=sys.stderr)

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import os
+import sys
 from datetime import UTC, datetime
 
-from audit.evidence.pushlog import append_push, is_sha
+from audit.evidence.pushlog import is_sha
 from audit.evidence.rundir import resolve_run_dir
 from jobs.core.errors import EXIT_OK, UsageError
 
 SOURCE = "record-push"
 
 
-def main(*, repo: str, ref: str, old: str, new: str, remote: str, run_dir: str | None) -> int:
+def main(*, repo: str, ref: str, old: str, new: str, remote: str, run_dir: str | None,
+         config: str | None = None) -> int:
     directory = resolve_run_dir(run_dir)
     if not directory.is_dir():
         # A mistyped run directory must not quietly collect the entries the audit will look for.
@@ -26,8 +28,13 @@ def main(*, repo: str, ref: str, old: str, new: str, remote: str, run_dir: str |
                          f"got {ref!r}")
     if not remote:
         raise UsageError("--remote must not be empty")
-    append_push(directory, {
+    from audit.evidence.seal.pushes import record_pushes
+
+    # Sealed in the ledger first, then appended; unsealed (and said so) when the ledger cannot
+    # be reached.
+    record_pushes(directory, [{
         "repo": os.path.realpath(repo), "remote": remote, "ref": ref,
         "old": old, "new": new, "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "source": SOURCE})
+        "source": SOURCE}], config,
+        lambda message: print(f"loop-pi-audit: warning: {message}", file=sys.stderr))
     return EXIT_OK

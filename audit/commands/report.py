@@ -1,33 +1,56 @@
-"""`report`: print the last closeout's report again, exiting as that closeout did."""
+"""`report`: print the last closeout's report as the ledger recorded it, exiting as that closeout
+did (0 pass, 1 fail, 3 could not check; 2 when it was refused). Report files in the run
+directory that differ from that record are said to be TAMPERED, and the exit is 1: the run
+could have rewritten them, never the ledger's record.
+"""
 
 from __future__ import annotations
 
-import json
+import sys
 from pathlib import Path
 
 from audit.evidence.rundir import REPORT_JSON, REPORT_TXT, resolve_run_dir, run_lock
-from jobs.core.errors import InputError, UsageError
+from audit.evidence.seal.ledger import open_ledger, run_dir_key
+from jobs.core.errors import EXIT_FAILED, EXIT_USAGE, UsageError
 from jobs.core.fs import read_regular
 
-EXIT_BY_VERDICT = {"pass": 0, "fail": 1, "could_not_check": 3}
 
-
-def main(*, run_dir: str | None) -> int:
+def main(*, run_dir: str | None, config: str | None = None) -> int:
     directory = resolve_run_dir(run_dir)
-    return _reprint(directory)
+    return _reprint(directory, config)
 
 
-def _reprint(run_dir: Path) -> int:
-    text_path, json_path = run_dir / REPORT_TXT, run_dir / REPORT_JSON
-    if not text_path.exists():
-        raise UsageError(f"no report in {run_dir}: run `loop-pi-audit closeout` first")
+def _read(path: Path) -> bytes | None:
+    try:
+        return read_regular(path)
+    except OSError:
+        return None
+
+
+def _reprint(run_dir: Path, config: str | None) -> int:
+    from jobs.ledger.seals import last_report
+
+    with open_ledger(config) as ledger:
+        row = ledger.read("read the last report",
+                          lambda conn: last_report(conn, run_dir_key(run_dir)))
     with run_lock(run_dir):
-        try:
-            text = read_regular(text_path).decode("utf-8")
-            verdict = json.loads(read_regular(json_path).decode("utf-8")).get("verdict")
-        except (OSError, UnicodeDecodeError, ValueError, AttributeError) as exc:
-            raise InputError(json_path, f"cannot read the last report: {exc}") from None
-    if verdict not in EXIT_BY_VERDICT:
-        raise InputError(json_path, f"unknown verdict {verdict!r}")
-    print(text, end="")
-    return EXIT_BY_VERDICT[verdict]
+        text, data = _read(run_dir / REPORT_TXT), _read(run_dir / REPORT_JSON)
+    if row is None:
+        if text is None and data is None:
+            raise UsageError(f"no report in {run_dir}: run `loop-pi-audit closeout` first")
+        print(f"TAMPERED: the ledger {ledger.shown} holds no closeout of {run_dir}: the report "
+              "files there are not the audit's")
+        return EXIT_FAILED
+    if row.exit_code == EXIT_USAGE and not row.json:
+        print(f"loop-pi-audit: no report: the last closeout of {run_dir} was refused: "
+              f"{row.text}", file=sys.stderr)
+        return EXIT_USAGE
+    print(row.text, end="")
+    changed = [name for name, got, want in ((REPORT_TXT, text, row.text),
+                                            (REPORT_JSON, data, row.json))
+               if got != want.encode("utf-8")]
+    if changed:
+        print(f"TAMPERED: {' and '.join(changed)} in {run_dir} differ from the report the "
+              f"ledger recorded at {row.recorded_at.strftime('%Y-%m-%dT%H:%M:%SZ')}")
+        return EXIT_FAILED
+    return row.exit_code

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from jobs.core.urls import scp_parts
 from jobs.git import run as git_run
 from jobs.git.hardened import HARDENED_LOG_OPTIONS, hardened_argv
 from jobs.git.run import GitError
+from jobs.process.exe import executable
 
 DEFAULT_REMOTE_TIMEOUT = 60.0
 TIMEOUT_ENV = "LOOP_PI_GIT_TIMEOUT"
@@ -33,19 +36,41 @@ def remote_timeout(env: Mapping[str, str] = os.environ) -> float:
     return seconds_from_env(TIMEOUT_ENV, DEFAULT_REMOTE_TIMEOUT, env)
 
 
+# The git executable the audit runs: pinned by closeout to the one `begin` recorded (and hashed
+# again), so that a `git` put earlier on PATH during the run never answers the audit.
+_PINNED: list[str] = []
+
+
+@contextmanager
+def use_git(program: str) -> Iterator[None]:
+    """Run `program` as git (absolute path) for every command inside the block."""
+    _PINNED.append(program)
+    try:
+        yield
+    finally:
+        _PINNED.pop()
+
+
+def git_program(env: Mapping[str, str] | None = None) -> str:
+    """The git executable the audit runs: the pinned one, else the one on PATH's absolute
+    folders."""
+    return _PINNED[-1] if _PINNED else executable("git", env)
+
+
 def run_git(repo: Path | str | None, *args: str, timeout: float | None = None,
             input_text: str | None = None, env: Mapping[str, str] | None = None,
             errors: str = "surrogateescape", config: Sequence[tuple[str, str]] = (),
-            network: bool = False) -> str:
+            network: bool = False, git: str | None = None) -> str:
     """Run `git -C repo args...` in the hardened mode and return its stdout as text; raise
     GitError on any failure (see `run_git_bytes`)."""
     return run_git_bytes(repo, *args, timeout=timeout, input_text=input_text, env=env,
-                         config=config, network=network).decode("utf-8", errors)
+                         config=config, network=network, git=git).decode("utf-8", errors)
 
 
 def run_git_bytes(repo: Path | str | None, *args: str, timeout: float | None = None,
                   input_text: str | None = None, env: Mapping[str, str] | None = None,
-                  config: Sequence[tuple[str, str]] = (), network: bool = False) -> bytes:
+                  config: Sequence[tuple[str, str]] = (), network: bool = False,
+                  git: str | None = None) -> bytes:
     """Run `git -C repo args...` through the one runner in its hardened mode (jobs/git/run.py)
     and return its stdout; GitError, saying what git said on stderr, on any other exit than 0.
 
@@ -54,9 +79,11 @@ def run_git_bytes(repo: Path | str | None, *args: str, timeout: float | None = N
     """
     argv = ["-C", str(repo), *args] if repo is not None else list(args)
     try:
+        program = git or (_PINNED[-1] if _PINNED else None)
         done = git_run.run(argv, timeout=timeout, grace=0.0,
                            stdin=input_text.encode() if input_text is not None else None,
-                           env=env, hardened=True, network=network, config=config)
+                           env=env, hardened=True, network=network, config=config,
+                           git=program)
     except GitError as exc:
         if exc.timed_out:
             raise GitError(f"timed out after {timeout:g}s (killed)", argv=exc.argv,
@@ -131,19 +158,22 @@ def ls_remote(url: str, timeout: float, config: Sequence[tuple[str, str]] = ()) 
 # the snapshot. Settings on upload-pack's own command line come last, and a `!` entry
 # un-hides. Over ssh the remote runs the command (GitHub accepts none but git-upload-pack), and
 # over http it is not ours to choose.
-LOCAL_UPLOAD_PACK = ("git -c transfer.hideRefs=!refs/ -c transfer.hideRefs=!HEAD "
+# The git it runs is named by its absolute path: git runs the command through the shell, whose
+# PATH (with GIT_EXEC_PATH's folder put first by git) would otherwise choose the program.
+LOCAL_UPLOAD_PACK = ("{git} -c transfer.hideRefs=!refs/ -c transfer.hideRefs=!HEAD "
                      "-c uploadpack.hideRefs=!refs/ -c uploadpack.hideRefs=!HEAD upload-pack")
 
 
 def upload_pack(url: str) -> str:
     """The upload-pack command for `url`: see LOCAL_UPLOAD_PACK."""
+    local = LOCAL_UPLOAD_PACK.format(git=shlex.quote(git_program()))
     if url.startswith("file://"):
-        return LOCAL_UPLOAD_PACK
+        return local
     if "://" in url:
         return "git-upload-pack"
     if scp_parts(url) is not None:
         return "git-upload-pack"  # scp-like host:path, over ssh
-    return LOCAL_UPLOAD_PACK
+    return local
 
 
 def absolute_url(url: str, repo: Path | str) -> str:

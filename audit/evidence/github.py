@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -205,7 +206,19 @@ def _release_json(release: Any) -> dict[str, Any]:
         "created_at": iso_z(release.created_at),
         "published_at": iso_z(release.published_at),
         "assets": _assets_json(release),
+        # The notes, as a digest: notes rewritten during the run make a changed release.
+        "body_sha256": _body_sha256(release),
     }
+
+
+def _body_sha256(release: Any) -> str:
+    """The sha256 of the release's notes as the list page sent them (read from the page's data:
+    PyGithub would fetch the release again for a missing attribute). No notes hash as empty."""
+    raw = getattr(release, "_rawData", None)
+    body = raw.get("body") if isinstance(raw, dict) else None
+    if body is not None and not isinstance(body, str):
+        raise _BadRelease(f"release {release.id!r} has notes that are not text")
+    return hashlib.sha256((body or "").encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _assets_json(release: Any) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from audit.evidence.git import is_tracked, run_git
-from audit.evidence.pushlog import append_pushes, is_sha
+from audit.evidence.pushlog import is_sha
 from audit.evidence.rundir import ENV_VAR
 from jobs.core.errors import LoopError, UsageError
 from jobs.core.fs import atomic_write
@@ -62,8 +62,13 @@ def is_ours(path: Path) -> bool:
     return MARKER.encode() in head
 
 
-def hook_script(python: str, run_dir: Path | None, chained: Path) -> str:
+CONFIG_OPTION = "--config="
+
+
+def hook_script(python: str, run_dir: Path | None, chained: Path,
+                config: Path | None = None) -> str:
     q = shlex.quote
+    given = f" {q(CONFIG_OPTION + str(config))}" if config is not None else ""
     return (
         "#!/bin/sh\n"
         f"{MARKER}: records every pushed ref in the run's push log.\n"
@@ -71,10 +76,11 @@ def hook_script(python: str, run_dir: Path | None, chained: Path) -> str:
         # -P: the repository being pushed is the cwd and must not shadow our modules (not -I,
         # which would also drop a --user install's site-packages).
         f"exec {q(python)} -P -m audit.evidence.hook pre-push {q(str(run_dir) if run_dir else '')} "
-        f"{q(str(chained))} \"$@\"\n")
+        f"{q(str(chained))}{given} \"$@\"\n")
 
 
-def install(repo: Path, run_dir: Path | None, python: str = sys.executable) -> str:
+def install(repo: Path, run_dir: Path | None, python: str = sys.executable,
+            config: Path | None = None) -> str:
     """Install (or refresh) the hook; returns a one-line description of what was done."""
     paths = hook_paths(repo)
     paths.hook.parent.mkdir(parents=True, exist_ok=True)
@@ -92,9 +98,12 @@ def install(repo: Path, run_dir: Path | None, python: str = sys.executable) -> s
                             "refusing to overwrite either", 1)
         os.rename(paths.hook, paths.chained)
         note = f"; the existing hook now runs first from {paths.chained}"
-    atomic_write(paths.hook, hook_script(python, run_dir, paths.chained).encode(), mode=0o755)
+    atomic_write(paths.hook, hook_script(python, run_dir, paths.chained, config).encode(),
+                 mode=0o755)
     where = f"logging to {run_dir}" if run_dir else f"logging to ${ENV_VAR} at push time"
-    return f"installed {paths.hook} ({where}){note}"
+    sealing = (f"sealing in the ledger of {config}" if config is not None else
+               "sealing in the ledger of the default configuration")
+    return f"installed {paths.hook} ({where}, {sealing}){note}"
 
 
 def uninstall(repo: Path) -> str:
@@ -131,7 +140,7 @@ def parse_stdin(text: str, repo: str, remote: str, url: str, at: str) -> list[di
 
 
 def run_pre_push(installed_run_dir: str, chained: str, hook_args: Sequence[str], stdin: bytes,
-                 env: Mapping[str, str] = os.environ) -> int:
+                 env: Mapping[str, str] = os.environ, config: str | None = None) -> int:
     """What the installed hook does at push time; returns the exit status git sees."""
     status = _run_chained(Path(chained), hook_args, stdin) if chained else 0
     if status != 0:
@@ -156,7 +165,12 @@ def run_pre_push(installed_run_dir: str, chained: str, hook_args: Sequence[str],
                      f" (a relative ${ENV_VAR} is read from {os.getcwd()}, where git runs "
                      "hooks; give an absolute path)")
             raise OSError(f"run directory {run_dir} does not exist{where}")
-        append_pushes(run_dir, entries)
+        from audit.evidence.seal.pushes import record_pushes
+
+        # The configuration in force at push time ($LOOP_JOBS_CONFIG), else the one in force
+        # at install: its ledger seals each entry before it is appended.
+        record_pushes(run_dir, entries, env.get("LOOP_JOBS_CONFIG") or config,
+                      lambda message: print(f"{PROG}: warning: {message}", file=sys.stderr))
     except (OSError, ValueError) as exc:
         allowed = env.get(ALLOW_ENV, "") not in ("", "0")
         print(f"{PROG}: could not log this push to {run_dir}/push-log.jsonl: {exc}",
@@ -204,7 +218,10 @@ def main(argv: Sequence[str]) -> int:
     if len(argv) < 3 or argv[0] != "pre-push":
         print(f"{PROG}: this module is run by the installed pre-push hook", file=sys.stderr)
         return 2
-    return run_pre_push(argv[1], argv[2], argv[3:], sys.stdin.buffer.read())
+    rest, config = argv[3:], None
+    if rest and rest[0].startswith(CONFIG_OPTION):
+        config, rest = rest[0].removeprefix(CONFIG_OPTION), rest[1:]
+    return run_pre_push(argv[1], argv[2], rest, sys.stdin.buffer.read(), config=config)
 
 
 if __name__ == "__main__":

@@ -65,7 +65,10 @@ def _parse_all(raws: list[bytes]) -> list[PushEntry] | None:
         repo, remote, ref, old, new, at, source = strings
         if not (_SHA.match(old) and _SHA.match(new) and ref.startswith("refs/")):
             return None
-        entries.append(PushEntry(repo, remote, ref, old, new, at, source, number))
+        sealed = obj.get("sealed", True)
+        if not isinstance(sealed, bool):
+            return None
+        entries.append(PushEntry(repo, remote, ref, old, new, at, source, number, sealed))
     return entries
 
 
@@ -107,7 +110,35 @@ def _parse_line(path: Path, number: int, raw: bytes) -> PushEntry:
     if not values["ref"].startswith("refs/"):
         raise InputError(path, f"malformed push-log line: ref {values['ref']!r} is not a full "
                          "ref name", line=number)
-    return PushEntry(line=number, **values)
+    sealed = obj.get("sealed", True)
+    if not isinstance(sealed, bool):
+        raise InputError(path, "malformed push-log line: 'sealed' must be true or false",
+                         line=number)
+    return PushEntry(line=number, sealed=sealed, **values)
+
+
+def read_log_lines(path: Path) -> list[str]:
+    """The log's lines as text, without their newlines (as the ledger seals them)."""
+    try:
+        data = read_regular(path)
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise InputError(path, f"cannot read push log: {exc.strerror or exc}") from None
+    raws = data.split(b"\n")
+    if raws and raws[-1] == b"":
+        raws.pop()
+    return [raw.decode("utf-8", "surrogateescape") for raw in raws]
+
+
+def render_line(entry: dict[str, str | bool]) -> str:
+    """One entry as its push-log line (no newline): sorted keys, compact, user-info of URLs
+    redacted. The ledger seals exactly this text."""
+    safe = {k: redact_url(v) if k in ("remote", "url") and isinstance(v, str) else v
+            for k, v in entry.items()}
+    # ASCII: a ref name git gave us that is not UTF-8 (a lone surrogate) is stored as its JSON
+    # escape, in the file and in the ledger alike.
+    return json.dumps(safe, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
 def append_push(run_dir: Path, entry: dict[str, str]) -> None:
@@ -118,10 +149,12 @@ def append_push(run_dir: Path, entry: dict[str, str]) -> None:
 def append_pushes(run_dir: Path, entries: list[dict[str, str]]) -> None:
     """Append entries (one line each) in one write under the run lock, then fsync. URLs are
     written with their user-info redacted: a token in a remote URL never reaches the log."""
-    safe = [{k: redact_url(v) if k in ("remote", "url") else v for k, v in e.items()}
-            for e in entries]
-    line = "".join(json.dumps(e, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-                   + "\n" for e in safe).encode("utf-8")
+    append_lines(run_dir, [render_line(dict(e)) for e in entries])
+
+
+def append_lines(run_dir: Path, lines: list[str]) -> None:
+    """Append rendered lines in one write under the run lock, then fsync."""
+    line = "".join(text + "\n" for text in lines).encode("utf-8", "surrogateescape")
     if not line:
         return
     with run_lock(run_dir):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -227,6 +228,9 @@ class GitHubReads:
     env: Mapping[str, str]
     deadline: Deadline | None = None
     tokens: list[str | None] = field(default_factory=list)
+    # Why GitHub must not be called at all (closeout: a proxy, CA or API setting differs from
+    # the one recorded at begin), else None.
+    blocked: str | None = None
 
     def token(self) -> str | None:
         if not self.tokens:
@@ -248,8 +252,10 @@ def snapshot_releases(remotes: Mapping[str, RemoteConfig], reads: GitHubReads
     if not names:
         return {"available": True, "releases": [], "note": NOT_ON_GITHUB, "github_repo": None,
                 "github_repos": []}
-    token = reads.token()
     ident = {"github_repo": names[0], "github_repos": names}
+    if reads.blocked is not None:
+        return {"available": False, "reason": reads.blocked, **ident}
+    token = reads.token()
     releases: list[dict[str, Any]] = []
     for host, name in named:
         part = read_releases(name, token=token, base_url=api_base_for(host, reads.env),
@@ -264,11 +270,16 @@ def snapshot_releases(remotes: Mapping[str, RemoteConfig], reads: GitHubReads
 
 def take_snapshot(repos: Sequence[Path], *, charter_sha256: str | None,
                   taken_at: datetime | None = None,
-                  env: Mapping[str, str] = os.environ) -> dict[str, Any]:
-    """Snapshot every repository; remotes are asked in parallel, each under its own timeout."""
+                  env: Mapping[str, str] = os.environ,
+                  before: Mapping[str, Any] | None = None,
+                  github_blocked: str | None = None,
+                  logged: AbstractSet[tuple[str, str, str]] = frozenset()) -> dict[str, Any]:
+    """Snapshot every repository; remotes are asked in parallel, each under its own timeout.
+    With `before` (closeout), each remote also records the steps its server saw since that
+    snapshot's time (`audit.evidence.steps`)."""
     when = iso_now(taken_at)
     timeout = remote_timeout(env)
-    reads = GitHubReads(env)
+    reads = GitHubReads(env, blocked=github_blocked)
     entries: dict[str, dict[str, Any]] = {}
     configs: dict[str, dict[str, RemoteConfig]] = {}
     for repo in repos:
@@ -291,8 +302,31 @@ def take_snapshot(repos: Sequence[Path], *, charter_sha256: str | None,
             "tags": snapshot_tags(key),
             "releases": snapshot_releases(cfg, reads),
         }
+        if before is not None:
+            _add_steps(key, cfg, entries[key], before, reads, env, logged)
     return {"taken_at": when, "charter_sha256": charter_sha256,
             "repos": dict(sorted(entries.items()))}
+
+
+def _add_steps(key: str, cfg: Mapping[str, RemoteConfig], entry: dict[str, Any],
+               before: Mapping[str, Any], reads: GitHubReads, env: Mapping[str, str],
+               logged: AbstractSet[tuple[str, str, str]]) -> None:
+    from audit.evidence.steps.read import read_steps
+
+    b_entry = before.get("repos", {}).get(key)
+    if not isinstance(b_entry, Mapping):
+        return
+    since = str(b_entry.get("taken_at") or before.get("taken_at") or "")
+    for name, part in entry["remotes"].items():
+        b_part = b_entry.get("remotes", {}).get(name)
+        remote = cfg.get(name)
+        if not part.get("available") or not isinstance(b_part, Mapping) or remote is None:
+            continue
+        part["steps"] = read_steps(key, urls=[*remote.urls, *remote.pushurls],
+                                   fetch_url=remote.fetch_url, before_part=b_part,
+                                   after_part=part, since=since, token=reads.token,
+                                   clock=reads.clock, blocked=reads.blocked, env=env,
+                                   logged=logged)
 
 
 def iso_now(when: datetime | None = None) -> str:

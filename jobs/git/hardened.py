@@ -15,10 +15,12 @@ from collections.abc import Mapping
 # GIT_* variable is dropped: GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE, GIT_OBJECT_DIRECTORY,
 # GIT_GRAFT_FILE, GIT_REPLACE_REF_BASE, GIT_NAMESPACE, GIT_CONFIG_PARAMETERS/COUNT,
 # GIT_EXTERNAL_DIFF, ... (set, say, when a command runs from inside a git hook) would point git at
-# another repository or change what it reports.
+# another repository or change what it reports. GIT_EXEC_PATH is never inherited either: it
+# chooses the programs git runs (its remote helpers, and, put first on the PATH of what git
+# starts, the `git` a local remote's upload-pack command names).
 KEPT_GIT_VARS = frozenset({
     "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM", "GIT_CONFIG_NOSYSTEM", "GIT_SSH", "GIT_SSH_COMMAND",
-    "GIT_SSH_VARIANT", "GIT_ASKPASS", "GIT_TERMINAL_PROMPT", "GIT_EXEC_PATH", "GIT_ALLOW_PROTOCOL",
+    "GIT_SSH_VARIANT", "GIT_ASKPASS", "GIT_TERMINAL_PROMPT", "GIT_ALLOW_PROTOCOL",
     "GIT_PROXY_COMMAND", "GIT_CEILING_DIRECTORIES", "GIT_CURL_VERBOSE", "GIT_REDACT_COOKIES",
 })
 KEPT_GIT_PREFIXES = ("GIT_TRACE", "GIT_SSL_", "GIT_HTTP_", "GIT_PROXY_SSL_", "GIT_AUTHOR_",

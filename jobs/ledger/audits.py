@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 
 AUDIT_VERDICTS = ("pass", "fail", "could_not_check")
-FAILING_FINDINGS = ("UNGRANTED", "NON_FAST_FORWARD", "UNVERIFIED")
+FAILING_FINDINGS = ("UNGRANTED", "NON_FAST_FORWARD", "UNVERIFIED", "TAMPERED")
 
 _metadata = sa.MetaData()
 audit_runs = sa.Table(

@@ -15,6 +15,7 @@ from audit_helpers import (
     commit,
     enterprise_remote,
     env_with,
+    gh_activity,
     gh_release,
     git,
     isolate_git,
@@ -82,7 +83,9 @@ def test_closeout_writes_both_reports_and_report_reprints_them(
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert lines[-1] == "audit: 4 findings, 0 failing"
-    assert len(lines) == 5  # HEAD, main, two commits beneath main, summary
+    # HEAD, main, two commits beneath main, a note (the bare remote keeps no journal), summary
+    assert len(lines) == 6
+    assert lines[4].startswith(f"note: [{clone.resolve()}] origin: net change only (no journal")
     assert lines[1].startswith(f"[{clone.resolve()}] origin refs/heads/main: branch moved ")
     assert "[BACKLOG_ONLY] fast-forward; 2 commits: 1 BACKLOG_ONLY, 1 PUSH_LOGGED" in lines[1]
     prefix = f"    [{clone.resolve()}] origin refs/heads/main: commit "
@@ -118,7 +121,10 @@ def test_no_changes_say_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     _, run_dir, _ = arm(tmp_path)
     capsys.readouterr()
     assert audit_main(["closeout", "--run-dir", str(run_dir)]) == 0
-    assert capsys.readouterr().out == "audit: no remote changes\n"
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "audit: no remote changes"
+    # The bare remote keeps no journal: what happened between the arm and now is not known.
+    assert len(out) == 2 and "origin: net change only (no journal at " in out[0]
 
 
 def test_a_changed_charter_is_refused_before_anything_is_judged(
@@ -251,6 +257,10 @@ def test_closeout_passes_a_granted_release_please_release_from_the_api(
     served: list[dict[str, Any]] = []
     httpserver.expect_request(f"/api/v3/repos/{OWNER_NAME}/releases").respond_with_handler(
         lambda request: Response(json.dumps(served), content_type="application/json"))
+    # The repository's activity: the release commit's push, by the bot's merge.
+    steps: list[dict[str, Any]] = []
+    httpserver.expect_request(f"/api/v3/repos/{OWNER_NAME}/activity").respond_with_handler(
+        lambda request: Response(json.dumps(steps), content_type="application/json"))
     charter = tmp_path / "charter.md"
     charter.write_text(f"# Charter: {OWNER_NAME} loop3\nauthority: release-please {OWNER_NAME}\n")
     run_dir = tmp_path / "run"
@@ -263,7 +273,10 @@ def test_closeout_passes_a_granted_release_please_release_from_the_api(
     (clone / "pyproject.toml").write_text('[project]\nversion = "2.0.0"\n')
     git(clone, "add", ".")
     git(clone, "commit", "-q", "-m", "chore(main): release 2.0.0 (#41)")
+    old = git(clone, "ls-remote", "origin", "refs/heads/main").split()[0]
     git(clone, "push", "-q", "origin", "main", "HEAD:refs/tags/v2.0.0")
+    steps.append(gh_activity(1, "refs/heads/main", old, rev(clone, "HEAD"), "pr_merge",
+                             "release-please[bot]", "2999-01-01T00:00:00Z"))
     served.append(gh_release(api, OWNER_NAME, 99, "v2.0.0"))
     capsys.readouterr()
     assert audit_main(["closeout", "--run-dir", str(run_dir), "--charter", str(charter),
@@ -295,15 +308,21 @@ def counting_git(tmp_path: Path) -> tuple[dict[str, str], Path]:
 
 
 def closeout_git_calls(tmp_path: Path, n: int) -> list[str]:
-    """The git commands one closeout starts when main gained `n` unlogged commits."""
-    clone, run_dir, _ = arm(tmp_path)
+    """The git commands one closeout starts when main gained `n` unlogged commits. The counting
+    git is the one `begin` finds, so it is the one closeout runs (a git put first on PATH
+    later would not be)."""
+    env, count = counting_git(tmp_path)
+    clone, _ = make_repo_with_remote(tmp_path)
+    run_dir = tmp_path / "run"
+    begun = run_cli("begin", str(clone), "--run-dir", str(run_dir), env=env)
+    assert begun.returncode == 0, begun.stderr
+    count.unlink()
     lines = [f"commit refs/heads/main\ncommitter T <t@x> {1700000000 + i} +0000\n"
              f"data 2\nc\nM 644 inline f{i}.txt\ndata 2\n{i % 10}\n" for i in range(n)]
     head = rev(clone, "HEAD")
     git(clone, "fast-import", "--quiet",
         input=f"reset refs/heads/main\nfrom {head}\n\n" + "".join(lines))
     git(clone, "push", "-q", "origin", "main")  # unlogged
-    env, count = counting_git(tmp_path)
     done = run_cli("closeout", "--run-dir", str(run_dir), "--json", env=env)
     assert done.returncode == 1, done.stderr
     assert len(json.loads(done.stdout)["findings"]) == n + 2
@@ -359,10 +378,10 @@ def test_a_run_with_the_real_hook_pushes_logged_and_a_no_verify_push_caught(
         done: "PUSH_LOGGED", hidden: "UNGRANTED"}
 
 
-def test_a_refused_closeout_or_a_new_begin_leaves_no_earlier_report_behind(
-        tmp_path: Path) -> None:
-    """`report` re-prints the last report; after a closeout that failed closed (exit 2), or
-    once a new run is armed, an earlier pass must not be re-printed as this run's verdict."""
+def test_a_refused_closeout_leaves_no_earlier_report_behind(tmp_path: Path) -> None:
+    """`report` prints the last report the ledger recorded; after a closeout that failed closed
+    (exit 2) an earlier pass must not be re-printed as this run's verdict. A run directory is
+    armed once: a new run is a new directory."""
     clone, _ = make_repo_with_remote(tmp_path)
     run_dir = tmp_path / "run"
     assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
@@ -376,9 +395,10 @@ def test_a_refused_closeout_or_a_new_begin_leaves_no_earlier_report_behind(
 
     (run_dir / "push-log.jsonl").unlink()
     assert run_cli("closeout", "--run-dir", str(run_dir)).returncode == 1
-    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
-    assert not (run_dir / "audit-after.json").exists()
-    assert run_cli("report", "--run-dir", str(run_dir)).returncode == 2
+    assert run_cli("report", "--run-dir", str(run_dir)).returncode == 1
+    again = run_cli("begin", str(clone), "--run-dir", str(run_dir))
+    assert again.returncode == 2 and "already armed at " in again.stderr
+    assert run_cli("report", "--run-dir", str(run_dir)).returncode == 1
 
 
 def test_compare_of_snapshot_files_takes_a_charter(tmp_path: Path) -> None:

@@ -253,7 +253,7 @@ def test_malformed_snapshot_is_an_input_error(tmp_path: Path, text: str, words: 
     assert str(err.value).startswith(where) and words in str(err.value)
 
 
-def test_add_with_a_malformed_before_snapshot_exits_2(
+def test_add_to_a_run_directory_never_armed_exits_2(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     isolate_git(monkeypatch, tmp_path)
@@ -262,7 +262,22 @@ def test_add_with_a_malformed_before_snapshot_exits_2(
     run_dir.mkdir()
     before = write(run_dir / BEFORE, '{"taken_at": "x",\n  "repos": oops}\n')
     assert audit_main(["add", str(clone), "--run-dir", str(run_dir)]) == 2
-    assert f"{before}:2: malformed snapshot JSON" in capsys.readouterr().err
+    assert "was never armed in the ledger" in capsys.readouterr().err
+    assert before.read_text() == '{"taken_at": "x",\n  "repos": oops}\n'
+
+
+def test_add_to_an_edited_before_snapshot_is_refused_and_seals_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """`add` re-seals the before-snapshot: one the run edited must not be sealed anew."""
+    isolate_git(monkeypatch, tmp_path)
+    clone, _ = make_repo_with_remote(tmp_path)
+    other, _ = make_repo_with_remote(tmp_path, "other")
+    run_dir = tmp_path / "run"
+    assert audit_main(["begin", str(clone), "--run-dir", str(run_dir)]) == 0
+    before = write(run_dir / BEFORE, '{"taken_at": "x",\n  "repos": oops}\n')
+    assert audit_main(["add", str(other), "--run-dir", str(run_dir)]) == 1
+    assert "does not match its seal" in capsys.readouterr().err
     assert before.read_text() == '{"taken_at": "x",\n  "repos": oops}\n'
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import threading
@@ -38,6 +39,11 @@ def releases_path(owner_name: str = OWNER_NAME) -> str:
     return f"{PREFIX}/repos/{owner_name}/releases"
 
 
+def notes_digest(body: str) -> str:
+    """What a snapshot records of a release's notes (its body)."""
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
 def serve_two_pages(httpserver: HTTPServer, owner_name: str = OWNER_NAME) -> None:
     base = api(httpserver)
     page2 = f"{base}/repos/{owner_name}/releases?per_page=100&page=2"
@@ -62,14 +68,15 @@ def test_releases_are_read_across_pages_with_drafts_prereleases_and_authors(
         {"id": 1, "tag_name": "v1.0.0", "name": "First", "draft": False, "prerelease": False,
          "author": "release-please[bot]", "target_commitish": "release-branch",
          "created_at": "2026-11-01T08:00:00Z", "published_at": "2026-11-01T08:10:00Z",
-         "assets": []},
+         "assets": [], "body_sha256": notes_digest("Release v1.0.0")},
         {"id": 3, "tag_name": "v1.1.0", "name": "v1.1.0", "draft": True, "prerelease": False,
          "author": "octocat", "target_commitish": "main",
-         "created_at": "2026-11-29T10:00:00Z", "published_at": None, "assets": []},
+         "created_at": "2026-11-29T10:00:00Z", "published_at": None, "assets": [],
+         "body_sha256": notes_digest("Release v1.1.0")},
         {"id": 2, "tag_name": "v1.1.0-rc.1", "name": "v1.1.0-rc.1", "draft": False,
          "prerelease": True, "author": "release-please[bot]", "target_commitish": "main",
          "created_at": "2026-11-28T09:00:00Z", "published_at": "2026-11-28T09:30:00Z",
-         "assets": []},
+         "assets": [], "body_sha256": notes_digest("Release v1.1.0-rc.1")},
     ]}
     assert len(httpserver.log) == 2
     assert all(req.headers["Authorization"] == f"token {TOKEN}" for req, _ in httpserver.log)

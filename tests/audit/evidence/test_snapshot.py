@@ -182,9 +182,10 @@ def test_begin_refuses_and_writes_nothing_when_a_part_is_unavailable(
     err = capsys.readouterr().err
     assert "unavailable: " in err and "remote gone" in err and "begin refused" in err
     assert not (run_dir / BEFORE).exists()
-    # An earlier before-snapshot is left exactly as it was.
+    # An earlier before-snapshot is left exactly as it was: that run directory is armed.
     (run_dir / BEFORE).write_text("previous\n")
-    assert audit_main(["begin", str(clone), "--run-dir", str(run_dir)]) == 1
+    assert audit_main(["begin", str(clone), "--run-dir", str(run_dir)]) == 2
+    assert "already armed at " in capsys.readouterr().err
     assert (run_dir / BEFORE).read_text() == "previous\n"
 
 

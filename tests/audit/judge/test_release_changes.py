@@ -74,6 +74,8 @@ def test_a_replaced_release_asset_fails_closeout(
     served = [gh_release(api, owner_name, 1, "v1.0.0", assets=[asset])]
     httpserver.expect_request(f"/api/v3/repos/{owner_name}/releases").respond_with_handler(
         lambda request: Response(json.dumps(served), content_type="application/json"))
+    # No branch moved: the repository's activity since the arm is empty.
+    httpserver.expect_request(f"/api/v3/repos/{owner_name}/activity").respond_with_json([])
     run_dir = tmp_path / "run"
     assert audit_main(["begin", str(clone), "--run-dir", str(run_dir)]) == 0
     recorded = json.loads((run_dir / "audit-before.json").read_text())

@@ -1,0 +1,93 @@
+"""The arm record: `begin` seals the before-snapshot (the sha256 of its bytes), the charter's hash
+and the transport fingerprint, prints them as its last line, writes them to `DIR/audit-arm.json`
+and inserts them into the ledger (`audit_arms`, insert only; `add` inserts a row naming the one
+it extends). Closeout reads the rows back (`audit.judge.seal` judges them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from audit.evidence.rundir import BEFORE, write_json
+from audit.evidence.seal.ledger import AuditLedger, run_dir_key
+from audit.evidence.seal.transport import fingerprint_sha256, parse_fingerprint
+from audit.model import Arm
+from jobs.core.errors import InputError, UsageError
+from jobs.core.fs import read_regular
+
+ARM_FILE = "audit-arm.json"
+
+
+def file_digest(path: Path) -> str | None:
+    """The sha256 of a file's bytes; None when there is no such file. Anything but a regular
+    file (a FIFO would block the read for ever) is refused: InputError, exit 2."""
+    try:
+        return hashlib.sha256(read_regular(path)).hexdigest()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def arms(ledger: AuditLedger, run_dir: Path) -> tuple[Arm, ...]:
+    """Every arm row of the run directory, oldest first."""
+    from jobs.ledger.seals import arms_of
+
+    rows = ledger.read("read the arm record", lambda conn: arms_of(conn, run_dir_key(run_dir)))
+    return tuple(Arm(id=r.id, kind=r.kind, extends=r.extends, armed_at=iso(r.armed_at),
+                     before_sha256=r.before_sha256, charter_sha256=r.charter_sha256,
+                     transport_sha256=r.transport_sha256,
+                     transport=parse_fingerprint(r.transport))
+                 for r in rows)
+
+
+def refuse_rearm(run_dir: Path, found: tuple[Arm, ...]) -> None:
+    """`begin` arms a run directory once: a before-snapshot there, or any arm row for it in the
+    ledger (deleting the files does not re-arm it), is a usage error."""
+    if found:
+        raise UsageError(f"{run_dir}: already armed at {found[0].armed_at}; use a new run "
+                         "directory")
+    before = run_dir / BEFORE
+    if before.exists():
+        when = datetime.fromtimestamp(before.stat().st_mtime, UTC)
+        raise UsageError(f"{run_dir}: already armed at {iso(when)} ({BEFORE} is there); use a "
+                         "new run directory")
+
+
+def seal(ledger: AuditLedger, run_dir: Path, *, kind: str, extends: int | None,
+         before_sha256: str, charter_sha256: str | None,
+         transport: Mapping[str, Any]) -> Arm:
+    """Insert the arm row and write `audit-arm.json`; the row as a plain Arm."""
+    from jobs.ledger.seals import insert_arm
+
+    now = datetime.now(UTC)
+    text = json.dumps(transport, sort_keys=True, separators=(",", ":"))
+    digest = fingerprint_sha256(transport)
+    row_id = ledger.write("seal the arm", lambda conn: insert_arm(
+        conn, run_dir=run_dir_key(run_dir), kind=kind, extends=extends, armed_at=now,
+        machine=ledger.machine, before_sha256=before_sha256, charter_sha256=charter_sha256,
+        transport_sha256=digest, transport=text))
+    arm = Arm(id=row_id, kind=kind, extends=extends, armed_at=iso(now),
+              before_sha256=before_sha256, charter_sha256=charter_sha256,
+              transport_sha256=digest, transport=dict(transport))
+    write_json(run_dir / ARM_FILE, {
+        "run_dir": run_dir_key(run_dir), "ledger": ledger.shown, "ledger_row": arm.id,
+        "kind": kind, "extends": extends, "armed_at": arm.armed_at,
+        "before_sha256": before_sha256, "charter_sha256": charter_sha256,
+        "transport_sha256": digest, "transport": dict(transport)})
+    return arm
+
+
+def armed_line(run_dir: Path, arm: Arm) -> str:
+    """`armed <run-dir> before=<hex> charter=<hex|none> transport=<hex>`: begin's last line."""
+    return (f"armed {run_dir} before={arm.before_sha256} charter={arm.charter_sha256 or 'none'} "
+            f"transport={arm.transport_sha256}")

@@ -1,0 +1,191 @@
+"""The journal of a bare repository the owner runs: `loop-pi-audit journal install BARE` puts a
+`reference-transaction` hook there that appends every committed ref update (ref, old, new,
+time, user) to `BARE/loop-pi-journal.jsonl`, fsynced. Closeout reads it for each remote whose
+effective URL is that repository (`audit.evidence.steps`).
+
+The hook never blocks or fails a push: git runs it three times per transaction (`prepared`,
+then `committed` or `aborted`) and only `prepared` could abort; ours records `committed` only
+and always exits 0. A hook that was there is moved aside to
+`reference-transaction.loop-pi-audit-chained` and run first with the same argument and standard
+input (its status stands in the `prepared` state, as it did before); `uninstall` puts it back.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import pwd
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from jobs.core.errors import LoopError, UsageError
+from jobs.core.fs import atomic_write
+from jobs.git.run import GitError
+
+MARKER = "# loop-pi-audit reference-transaction journal"
+HOOK = "reference-transaction"
+CHAINED_SUFFIX = ".loop-pi-audit-chained"
+JOURNAL = "loop-pi-journal.jsonl"
+PROG = "loop-pi-audit journal"
+_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+
+
+def _hooks_dir(bare: Path) -> Path:
+    from audit.evidence.git import run_git
+
+    try:
+        if run_git(bare, "rev-parse", "--is-bare-repository", timeout=30).strip() != "true":
+            raise UsageError(f"{bare}: not a bare repository (the journal records what a "
+                             "server receives)")
+        out = run_git(bare, "rev-parse", "--git-path", "hooks", timeout=30).strip()
+    except GitError as exc:
+        raise UsageError(f"{bare}: not a git repository ({exc})") from None
+    hooks = Path(out)
+    return Path(os.path.abspath(hooks if hooks.is_absolute() else bare / hooks))
+
+
+def _is_ours(path: Path) -> bool:
+    try:
+        return MARKER.encode() in path.read_bytes()[:4096]
+    except OSError:
+        return False
+
+
+def hook_script(python: str, chained: Path, journal: Path) -> str:
+    q = shlex.quote
+    return (
+        "#!/bin/sh\n"
+        f"{MARKER}: appends every committed ref update to {journal.name}.\n"
+        "# Installed by `loop-pi-audit journal install`; remove with `journal uninstall`.\n"
+        f"chained={q(str(chained))}\n"
+        'if [ "$1" != committed ]; then\n'
+        '    if [ -x "$chained" ]; then exec "$chained" "$@"; fi\n'
+        "    exit 0\n"
+        "fi\n"
+        f"exec {q(python)} -P -m audit.evidence.steps.journal committed \"$chained\" "
+        f"{q(str(journal))}\n")
+
+
+def install(bare: Path, python: str = sys.executable) -> str:
+    hooks = _hooks_dir(bare)
+    hook, chained = hooks / HOOK, hooks / (HOOK + CHAINED_SUFFIX)
+    journal = bare / JOURNAL
+    hooks.mkdir(parents=True, exist_ok=True)
+    note = ""
+    if (hook.exists() or hook.is_symlink()) and not _is_ours(hook):
+        if chained.exists() or chained.is_symlink():
+            raise LoopError(f"{hook} is not ours and {chained} already exists; refusing to "
+                            "overwrite either", 1)
+        os.rename(hook, chained)
+        note = f"; the existing hook now runs first from {chained}"
+    if not journal.exists():
+        # There from the start: "no journal" and "nothing pushed since" must not look alike.
+        journal.touch(mode=0o644)
+    atomic_write(hook, hook_script(python, chained, journal).encode(), mode=0o755)
+    return f"installed {hook} (journal {journal}){note}"
+
+
+def uninstall(bare: Path) -> str:
+    hooks = _hooks_dir(bare)
+    hook, chained = hooks / HOOK, hooks / (HOOK + CHAINED_SUFFIX)
+    if not (hook.exists() or hook.is_symlink()):
+        if chained.exists() or chained.is_symlink():
+            os.rename(chained, hook)
+            return f"restored {hook} (no journal hook was installed)"
+        return f"no {HOOK} hook in {hooks}; nothing to do"
+    if not _is_ours(hook):
+        raise LoopError(f"{hook} is not the loop-pi-audit journal hook; leaving it alone", 1)
+    if chained.exists() or chained.is_symlink():
+        os.replace(chained, hook)
+        return f"removed the journal hook; restored the original {hook} (the journal stays)"
+    hook.unlink()
+    return f"removed {hook} (the journal {bare / JOURNAL} stays)"
+
+
+def _user() -> str:
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:
+        return str(os.geteuid())
+
+
+def committed(chained: str, journal: str, stdin: bytes) -> int:
+    """What the hook does for a committed transaction. Always 0: the update has happened."""
+    if chained and os.path.isfile(chained) and os.access(chained, os.X_OK):
+        try:
+            subprocess.run([chained, "committed"], input=stdin, check=False)
+        except OSError as exc:
+            print(f"{PROG}: cannot run the chained hook {chained}: {exc}", file=sys.stderr)
+    at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    user = _user()
+    lines = []
+    for raw in stdin.decode("utf-8", "surrogateescape").split("\n"):
+        fields = raw.split(" ", 2)
+        if len(fields) != 3 or fields[0] == fields[1]:
+            continue
+        lines.append(json.dumps({"ref": fields[2], "old": fields[0], "new": fields[1],
+                                 "at": at, "user": user}, sort_keys=True) + "\n")
+    if not lines:
+        return 0
+    try:
+        fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            data = "".join(lines).encode("utf-8", "surrogateescape")
+            written = 0
+            while written < len(data):
+                written += os.write(fd, data[written:])
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        print(f"{PROG}: warning: could not append to {journal}: {exc}", file=sys.stderr)
+    return 0
+
+
+def read_journal(path: Path, since: str) -> list[dict[str, Any]]:
+    """The journal's updates at or after `since` (ISO, whole seconds), in order; ValueError
+    naming the line for anything malformed: a journal that cannot be read line by line cannot
+    say what happened."""
+    steps: list[dict[str, Any]] = []
+    with open(path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            try:
+                obj = json.loads(raw)
+            except ValueError:
+                raise ValueError(f"{path}:{number}: not a JSON object") from None
+            if not (isinstance(obj, dict) and isinstance(obj.get("ref"), str)
+                    and isinstance(obj.get("old"), str) and _SHA.match(obj["old"])
+                    and isinstance(obj.get("new"), str) and _SHA.match(obj["new"])
+                    and isinstance(obj.get("at"), str)):
+                raise ValueError(f"{path}:{number}: not a journal entry (ref, old, new, at)")
+            if obj["at"][:19] < since[:19]:
+                continue
+            user = obj.get("user")
+            steps.append({"ref": obj["ref"], "old": obj["old"], "new": obj["new"],
+                          "at": obj["at"][:19] + "Z",
+                          "actor": user if isinstance(user, str) else None, "kind": "journal"})
+    return steps
+
+
+def main(argv: Sequence[str]) -> int:
+    if len(argv) != 3 or argv[0] != "committed":
+        print(f"{PROG}: this module is run by the installed reference-transaction hook",
+              file=sys.stderr)
+        return 0
+    try:
+        return committed(argv[1], argv[2], sys.stdin.buffer.read())
+    except Exception as exc:  # never fail a push that has happened
+        print(f"{PROG}: warning: {exc}", file=sys.stderr)
+        return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

