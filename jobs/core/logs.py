@@ -20,6 +20,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+# structlog imports rich whenever it is installed (a development dependency brings it), for
+# tracebacks on a console; our log is JSON lines in a file, and importing rich costs every process
+# tens of milliseconds. So rich is imported only on a terminal: elsewhere structlog's optional
+# import of it fails as if it were not installed.
+if "rich" not in sys.modules and not (sys.stderr is not None and sys.stderr.isatty()):
+    sys.modules["rich"] = None  # type: ignore[assignment]
+
 import structlog
 
 # Our event names: `area.what` in lowercase snake_case (verify.passed, ledger.spooled, ...).
@@ -211,6 +218,11 @@ def json_file_handler(log_file: Path) -> logging.Handler:
         processors=[_own_event, structlog.stdlib.ProcessorFormatter.remove_processors_meta,
                     structlog.processors.JSONRenderer(sort_keys=True)]))
     return handler
+
+
+def bound(**values: Any) -> contextlib.AbstractContextManager[Any]:
+    """Every event logged inside the `with` carries these values (a run's run_id)."""
+    return structlog.contextvars.bound_contextvars(**values)
 
 
 def get_logger(name: str = "loop-jobs") -> Any:

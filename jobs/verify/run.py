@@ -12,12 +12,10 @@ import threading
 import time
 from datetime import UTC, date, datetime
 
-import structlog
-
 from jobs.config.load import Config
 from jobs.core import statedir as retention
 from jobs.core.errors import EXIT_UNCHECKED, LoopError
-from jobs.core.logs import get_logger, new_run_id
+from jobs.core.logs import bound, get_logger, new_run_id
 from jobs.git.run import GitError
 from jobs.ledger.model import Run, Verdict
 from jobs.ledger.replay import flush_spool
@@ -47,7 +45,7 @@ def run_once(config: Config, *, today: date | None = None, stop: threading.Event
     """Verify every due task of every configured repository once."""
     summary = RunSummary(new_run_id(), today or today_in(config), dry_run,
                          repo_names=repo_names(str(r.path) for r in config.repos))
-    with structlog.contextvars.bound_contextvars(run_id=summary.run_id):
+    with bound(run_id=summary.run_id):
         began = time.monotonic()
         log.info("run.started", trigger=trigger, config=str(config.source or ""),
                  dry_run=dry_run, repos=len(config.repos), today=summary.today.isoformat())
