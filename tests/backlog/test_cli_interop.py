@@ -209,18 +209,24 @@ def test_cli_reads_our_edits_back(repo: Repo, tmp_path: Path) -> None:
         write_task(_path_of(root, task_id), _ours(repo, n))
     listed = {t["id"]: t for t in _list_json(root)}
     plain = run_cli(root, ["task", "list", "--plain"]).stdout
+    # Each CLI call costs a quarter of a second: every file is listed (status, labels), each
+    # one with notes is viewed as JSON, and a pass, a failure and the emptied labels are viewed
+    # as a person sees them.
+    viewed = {0, 1, 5}
     for n, task_id in enumerate(repo.ids):
         sc = SCENARIOS[n]
         assert listed[task_id]["status"] == sc.status
         assert tuple(listed[task_id]["labels"]) == sc.labels  # type: ignore[arg-type]
-        view = run_cli(root, ["task", "view", task_id, "--plain"]).stdout
-        assert "\nStatus: " in view and f" {sc.status}\n" in view.split("Status:", 1)[1][:40]
-        labels_line = re.search(r"^Labels: (.*)$", view, re.MULTILINE)
-        shown = labels_line.group(1) if labels_line else ""
-        assert shown == ", ".join(sc.labels) or (not sc.labels and shown in ("", "None"))
-        detail = json.loads(run_cli(root, ["task", "view", task_id, "--json"]).stdout)
-        task = detail.get("task", detail)
-        assert (task.get("implementationNotes") or None) == sc.notes
+        if n in viewed:
+            view = run_cli(root, ["task", "view", task_id, "--plain"]).stdout
+            assert "\nStatus: " in view and f" {sc.status}\n" in view.split("Status:", 1)[1][:40]
+            labels_line = re.search(r"^Labels: (.*)$", view, re.MULTILINE)
+            shown = labels_line.group(1) if labels_line else ""
+            assert shown == ", ".join(sc.labels) or (not sc.labels and shown in ("", "None"))
+        if sc.notes is not None or n in viewed:
+            detail = json.loads(run_cli(root, ["task", "view", task_id, "--json"]).stdout)
+            task = detail.get("task", detail)
+            assert (task.get("implementationNotes") or None) == sc.notes
         assert f"{task_id} - {sc.title}" in plain
         # and our reader agrees with the CLI on the edited file
         ours = read_task(root, _path_of(root, task_id), "tasks")

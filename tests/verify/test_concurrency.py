@@ -39,8 +39,8 @@ from jobs.process.tree import pid_namespace
 from jobs.verify.claims import RepoClaims
 
 TODAY = ("--today", "2026-11-30")
-REPOS = 3
-PER_ROUND = 4
+REPOS = 2
+PER_ROUND = 3
 # (what the round tries, which repository the first run must have reached before the second
 # starts (None: both at once), whether the second takes the repositories in reverse order)
 ROUNDS = [("same order", None, False), ("opposite orders", None, True),
@@ -155,13 +155,13 @@ for n in range(rounds):
 @pytest.mark.slow
 def test_runs_opening_a_new_ledger_at_the_same_instant(tmp_path: Path) -> None:
     # The first morning several runs start together: all find no table and all create it.
-    rounds = 10
+    rounds = 8
     start = time.time() + 2.0  # after every process has imported SQLAlchemy
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     procs = [subprocess.Popen([sys.executable, "-c", OPEN_LEDGER, str(tmp_path), str(start),
                                str(rounds)], env=env, cwd=tmp_path, stderr=subprocess.PIPE,
                               text=True)
-             for _ in range(6)]
+             for _ in range(4)]
     errors = [p.communicate(timeout=60)[1] for p in procs]
     assert [p.returncode for p in procs] == [0] * len(procs), errors
 

@@ -248,10 +248,13 @@ def check_consistent(b: Bench) -> None:
         assert subject == f"loop-verify: {a['task_id']} passed (just {a['recipe']})"
 
 
-CASES = [(point, send, False) for point in POINTS for send in (signal.SIGTERM, signal.SIGINT)]
-CASES += [("during the recipe", signal.SIGHUP, False), ("during the commit", signal.SIGHUP, False),
-          ("during the recipe", signal.SIGINT, True),  # the last two: Ctrl-C at a terminal
-          ("during the commit", signal.SIGINT, True)]
+# `run` handles the three stop signals with one handler (jobs/commands/run.py): SIGINT is sent
+# at every step, SIGTERM and SIGHUP where the run holds a recipe or a commit, and SIGINT to the
+# whole process group (Ctrl-C at a terminal) at those two steps too.
+CASES = [(point, signal.SIGINT, False) for point in POINTS]
+CASES += [(point, send, False) for send in (signal.SIGTERM, signal.SIGHUP)
+          for point in ("during the recipe", "during the commit")]
+CASES += [("during the recipe", signal.SIGINT, True), ("during the commit", signal.SIGINT, True)]
 
 
 @pytest.mark.parametrize(("point", "send", "group"), CASES,
