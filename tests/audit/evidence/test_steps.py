@@ -344,7 +344,7 @@ def test_the_journal_is_read_with_one_git_process_whatever_the_number_of_steps(
         tmp_path: Path) -> None:
     """Many updates of main in the journal: their ancestry is one `git rev-list`."""
     clone, bare, run_dir = journaled(tmp_path)
-    for n in range(12):
+    for n in range(4):
         commit(clone, f"src/{n}.py", f"n = {n}\n", f"step {n}")
         git(clone, "push", "-q", "origin", "main")
     folder = tmp_path / "shim"
@@ -358,7 +358,7 @@ def test_the_journal_is_read_with_one_git_process_whatever_the_number_of_steps(
     env = {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
     counted = tmp_path / "counted"
     assert run_cli("begin", str(clone), "--run-dir", str(counted), env=env).returncode == 0
-    for n in range(12, 20):
+    for n in range(4, 9):
         commit(clone, f"src/{n}.py", f"n = {n}\n", f"step {n}")
         git(clone, "push", "-q", "origin", "main")
     calls.unlink()
