@@ -15,7 +15,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "backlog-fixtures" / "demo" / "backlog"
-SCRATCH = ROOT / "demo-run"
+# LOOP_JOBS_DEMO_DIR: where a test runs the demo (tests/test_demo.py), beside a user's own.
+SCRATCH = Path(os.environ.get("LOOP_JOBS_DEMO_DIR") or ROOT / "demo-run")
 BIN = Path(sys.executable).parent
 # Colour only on a terminal (and not under NO_COLOR): piped or logged, the output stays plain.
 COLOUR = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
@@ -114,9 +115,11 @@ def main() -> int:
     say(f"demo repository: {app}\nbare remote:     {bare}\nconfig:          {config}")
 
     show("loop-pi-audit: arm the run (snapshot every ref, tag and release; log pushes)")
-    run([*audit, "begin", str(app), "--charter", str(charter), "--run-dir", str(run_dir)], app,
-        expect={0})
-    run([*audit, "hook", "install", str(app), "--run-dir", str(run_dir)], app, expect={0})
+    # --config everywhere: begin seals the arm, and the hook each push, in the demo's own ledger,
+    # the one closeout checks them against (never the default one under ~/.local/state).
+    run([*audit, "begin", str(app), "--charter", str(charter), "--run-dir", str(run_dir), *cfg],
+        app, expect={0})
+    run([*audit, "hook", "install", str(app), "--run-dir", str(run_dir), *cfg], app, expect={0})
 
     show("loop-verify list: every task with a verify: label")
     run([*verify, "list", *cfg, "--today", "2026-11-30"], app, expect={0})
