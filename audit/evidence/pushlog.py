@@ -27,15 +27,7 @@ def is_sha(value: str) -> bool:
 def read_push_log(path: Path) -> list[PushEntry]:
     """Every entry of the log, in order. A malformed line fails the whole read: a push log that
     cannot be trusted line by line cannot explain anything."""
-    try:
-        data = read_regular(path)
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise InputError(path, f"cannot read push log: {exc.strerror or exc}") from None
-    raws = data.split(b"\n")
-    if raws and raws[-1] == b"":
-        raws.pop()  # the empty remainder after the final newline
+    raws = _raw_lines(path)
     fast = _parse_all(raws)
     if fast is not None:
         return fast
@@ -119,6 +111,11 @@ def _parse_line(path: Path, number: int, raw: bytes) -> PushEntry:
 
 def read_log_lines(path: Path) -> list[str]:
     """The log's lines as text, without their newlines (as the ledger seals them)."""
+    return [raw.decode("utf-8", "surrogateescape") for raw in _raw_lines(path)]
+
+
+def _raw_lines(path: Path) -> list[bytes]:
+    """The log's lines as bytes, without their newlines; none for a log not written yet."""
     try:
         data = read_regular(path)
     except FileNotFoundError:
@@ -127,8 +124,8 @@ def read_log_lines(path: Path) -> list[str]:
         raise InputError(path, f"cannot read push log: {exc.strerror or exc}") from None
     raws = data.split(b"\n")
     if raws and raws[-1] == b"":
-        raws.pop()
-    return [raw.decode("utf-8", "surrogateescape") for raw in raws]
+        raws.pop()  # the empty remainder after the final newline
+    return raws
 
 
 def render_line(entry: dict[str, str | bool]) -> str:

@@ -77,29 +77,41 @@ class Attempt:
     id: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        for key in ("started_at", "ended_at"):
-            value = out[key]
-            out[key] = iso_utc(value) if value is not None else None
-        return out
+        return _times_to_json(asdict(self))
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Attempt:
-        values = dict(data)
-        for key in ("started_at", "ended_at"):
-            if values.get(key) is not None:
-                values[key] = datetime.strptime(values[key], "%Y-%m-%dT%H:%M:%SZ").replace(
-                    tzinfo=UTC)
+        values = _times_from_json(data)
         if values.get("edit_state") is not None:
             values["edit_state"] = EditState(values["edit_state"])
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in known})
 
 
+# Attempts and runs travel as JSON through the spool: their two moments as ISO UTC strings.
+_MOMENTS = ("started_at", "ended_at")
+_ISO = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def _times_to_json(out: dict[str, Any]) -> dict[str, Any]:
+    for key in _MOMENTS:
+        value = out[key]
+        out[key] = iso_utc(value) if value is not None else None
+    return out
+
+
+def _times_from_json(data: dict[str, Any]) -> dict[str, Any]:
+    values = dict(data)
+    for key in _MOMENTS:
+        if values.get(key) is not None:
+            values[key] = datetime.strptime(values[key], _ISO).replace(tzinfo=UTC)
+    return values
+
+
 def iso_utc(moment: datetime) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(UTC).strftime(_ISO)
 
 
 def naive_utc(moment: datetime) -> datetime:
@@ -129,18 +141,10 @@ class Run:
     counts: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        for key in ("started_at", "ended_at"):
-            value = out[key]
-            out[key] = iso_utc(value) if value is not None else None
-        return out
+        return _times_to_json(asdict(self))
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Run:
-        values = dict(data)
-        for key in ("started_at", "ended_at"):
-            if values.get(key) is not None:
-                values[key] = datetime.strptime(values[key], "%Y-%m-%dT%H:%M:%SZ").replace(
-                    tzinfo=UTC)
+        values = _times_from_json(data)
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in known})
