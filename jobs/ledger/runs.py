@@ -75,12 +75,7 @@ def read_runs(ledger: Ledger, *, since: datetime | None = None, until: datetime 
         with ledger.engine.connect() as conn:
             return [run_from_row(row) for row in conn.execute(query)]
 
-    try:
-        return ledger.execute_read("runs", fetch)
-    except SQLAlchemyError as exc:
-        log.error("ledger.read_failed", ledger=ledger.shown_url, error=first_line(exc))
-        raise LedgerError(f"cannot read the ledger {ledger.shown_url}: {first_line(exc)}") \
-            from None
+    return ledger.read("runs", fetch)
 
 
 def last_finished_run(ledger: Ledger, machine: str) -> Run | None:
@@ -93,9 +88,4 @@ def last_finished_run(ledger: Ledger, machine: str) -> Run | None:
             row = conn.execute(query).first()
             return run_from_row(row) if row is not None else None
 
-    try:
-        return ledger.execute_read("runs", fetch)
-    except SQLAlchemyError as exc:
-        log.error("ledger.read_failed", ledger=ledger.shown_url, error=first_line(exc))
-        raise LedgerError(f"cannot read the ledger {ledger.shown_url}: {first_line(exc)}") \
-            from None
+    return ledger.read("runs", fetch)

@@ -353,30 +353,29 @@ class Ledger:
             with self.engine.connect() as conn:
                 return [str(r) for r in conn.execute(query).scalars()]
 
-        try:
-            return self._retrying("read", fetch)
-        except SQLAlchemyError as exc:
-            log.error("ledger.read_failed", ledger=self.shown_url, error=first_line(exc))
-            raise LedgerError(f"cannot read the ledger {self.shown_url}: "
-                              f"{first_line(exc)}") from None
+        return self.read("read", fetch)
 
     def _select(self, query: sa.Select[Any]) -> Iterator[Attempt]:
         def fetch() -> Sequence[sa.Row[Any]]:
             with self.engine.connect() as conn:
                 return conn.execute(query).fetchall()
 
-        try:
-            rows = self._retrying("read", fetch)
-        except SQLAlchemyError as exc:
-            log.error("ledger.read_failed", ledger=self.shown_url, error=first_line(exc))
-            raise LedgerError(f"cannot read the ledger {self.shown_url}: "
-                              f"{first_line(exc)}") from None
-        for row in rows:
+        for row in self.read("read", fetch):
             yield from_row(row)
 
     def execute_read(self, what: str, fetch: Callable[[], T]) -> T:
         """`fetch`, retried over a lost connection (for the tables kept in other modules)."""
         return self._retrying(what, fetch)
+
+    def read(self, what: str, fetch: Callable[[], T]) -> T:
+        """`fetch`, retried over a lost connection; a failure that outlasts the retries is logged
+        and raised as one LedgerError naming the ledger."""
+        try:
+            return self._retrying(what, fetch)
+        except SQLAlchemyError as exc:
+            log.error("ledger.read_failed", ledger=self.shown_url, error=first_line(exc))
+            raise LedgerError(f"cannot read the ledger {self.shown_url}: "
+                              f"{first_line(exc)}") from None
 
     def execute(self, what: str, action: Callable[[sa.Connection], T]) -> T:
         """Run `action` in one transaction, retried over a lost connection (for the claims)."""
