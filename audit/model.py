@@ -321,3 +321,5 @@ class Seals:
     log_lines: tuple[LogLine, ...] = ()
     log_name: str = "push-log.jsonl"
     pushes: tuple[SealedPush, ...] = ()
+    # The ledger audit-arm.json names (the run can write it: it only words a missing arm's reason).
+    armed_in: str | None = None

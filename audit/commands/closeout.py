@@ -40,7 +40,7 @@ from audit.evidence.rundir import (
     run_lock,
     write_json,
 )
-from audit.evidence.seal.arm import arms, file_digest
+from audit.evidence.seal.arm import armed_in, arms, file_digest
 from audit.evidence.seal.ledger import AuditLedger, SealError, open_ledger
 from audit.evidence.seal.pushes import read_sealed_log, sealed_pushes
 from audit.evidence.seal.transport import fingerprint, github_settings
@@ -117,7 +117,8 @@ def _closeout(run_dir: Path, charter_path: str | None, push_log: str | None, as_
         entries, lines = read_sealed_log(log_path)
         seals = Seals(run_dir=str(run_dir), ledger=ledger.shown if ledger else "",
                       problem=problem, before_sha256=file_digest(before_path),
-                      expect_before=expect_before, log_lines=lines, log_name=log_path.name)
+                      expect_before=expect_before, log_lines=lines, log_name=log_path.name,
+                      armed_in=armed_in(run_dir))
         if ledger is not None:
             seals = replace(seals, arms=arms(ledger, run_dir),
                             pushes=sealed_pushes(ledger, run_dir))

@@ -68,9 +68,12 @@ def judge_seals(seals: Seals) -> SealJudgement:
     chain = arm_chain(seals.arms)
     findings: list[Finding] = []
     if not chain:
-        findings.append(_finding(where, "arm-missing", TAMPERED,
-                                 f"the ledger {seals.ledger} never saw this run directory armed "
-                                 "(no `begin` row): its evidence has no seal"))
+        reason = (f"the ledger {seals.ledger} never saw this run directory armed (no `begin` "
+                  "row): its evidence has no seal")
+        if seals.armed_in is not None and seals.armed_in != seals.ledger:
+            reason += (f"; audit-arm.json says it was armed in {seals.armed_in}: give closeout "
+                       "the configuration begin used (--config)")
+        findings.append(_finding(where, "arm-missing", TAMPERED, reason))
         return SealJudgement(tuple(findings), None, (), False, frozenset())
     begins = [a for a in seals.arms if a.kind == "begin"]
     if len(begins) > 1:

@@ -34,6 +34,18 @@ def file_digest(path: Path) -> str | None:
         raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
 
 
+def armed_in(run_dir: Path) -> str | None:
+    """The ledger `audit-arm.json` says the run was armed in, or None (no file, unreadable,
+    malformed). The run can write this file: it only words a reason, never where seals are
+    looked up."""
+    try:
+        data = json.loads(read_regular(run_dir / ARM_FILE))
+    except (OSError, ValueError):
+        return None
+    ledger = data.get("ledger") if isinstance(data, dict) else None
+    return ledger if isinstance(ledger, str) and ledger else None
+
+
 def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 

@@ -150,6 +150,23 @@ def test_a_run_directory_the_ledger_never_saw_armed_is_tampered(tmp_path: Path) 
     assert "never saw this run directory armed" in reasons(report, "arm-missing")
 
 
+def test_begin_and_closeout_given_different_ledgers_name_the_configuration_to_give(
+        tmp_path: Path) -> None:
+    """What `make demo` once did: begin sealed in the default ledger, closeout read another."""
+    clone, _ = make_repo_with_remote(tmp_path)
+    run_dir = tmp_path / "run"
+    begin(str(clone), "--run-dir", str(run_dir))
+    other = tmp_path / "other.yaml"
+    other.write_text(f"ledger: sqlite:///{tmp_path / 'other.db'}\n")
+    code, report = closeout(run_dir, "--config", str(other))
+    assert code == 1 and kinds(report) == {"arm-missing": ["TAMPERED"]}
+    why = reasons(report, "arm-missing")
+    assert f"audit-arm.json says it was armed in sqlite:///{ledger_file(tmp_path)}" in why
+    assert "--config" in why
+    # The configuration begin used finds the seal: the run passes.
+    assert closeout(run_dir)[0] == 0
+
+
 # --- the before-snapshot and the charter --------------------------------------------------------
 
 def test_the_new_tip_written_into_the_before_snapshot_is_tampered(tmp_path: Path) -> None:

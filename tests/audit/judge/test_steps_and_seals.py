@@ -182,6 +182,19 @@ def test_a_before_snapshot_not_matching_its_newest_arm_is_tampered() -> None:
     assert not judgement.before_ok
 
 
+def test_an_arm_in_another_ledger_is_still_tampered_and_says_which_configuration_to_give() -> None:
+    """audit-arm.json is the run's to write: it never decides where the seal is looked up, but
+    when it names another ledger, the reason says so (begin and closeout given different
+    configurations is the honest mistake behind most missing arms)."""
+    elsewhere = judge_seals(seals(arms=(), armed_in="sqlite:////home/me/ledger.db"))
+    assert verdicts(elsewhere.findings) == [("arm-missing", "TAMPERED")]
+    reason = elsewhere.findings[0].reason
+    assert "audit-arm.json says it was armed in sqlite:////home/me/ledger.db" in reason
+    assert "--config" in reason
+    same = judge_seals(seals(arms=(), armed_in="sqlite:///l.db")).findings[0].reason
+    assert "audit-arm.json" not in same
+
+
 def test_no_arm_is_tampered_and_an_unreadable_ledger_is_unverified() -> None:
     assert verdicts(judge_seals(seals(arms=())).findings) == [("arm-missing", "TAMPERED")]
     unread = judge_seals(seals(problem="cannot open the ledger"))
