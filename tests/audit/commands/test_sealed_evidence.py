@@ -167,6 +167,22 @@ def test_begin_and_closeout_given_different_ledgers_name_the_configuration_to_gi
     assert closeout(run_dir)[0] == 0
 
 
+def test_a_hook_that_would_seal_in_another_ledger_than_the_arm_is_warned_of(
+        tmp_path: Path) -> None:
+    clone, _ = make_repo_with_remote(tmp_path)
+    run_dir = tmp_path / "run"
+    own = tmp_path / "own.yaml"
+    own.write_text(f"ledger: sqlite:///{tmp_path / 'own.db'}\n")
+    begin(str(clone), "--run-dir", str(run_dir), "--config", str(own))
+    elsewhere = run_cli("hook", "install", str(clone), "--run-dir", str(run_dir))
+    assert elsewhere.returncode == 0, elsewhere.stderr
+    assert (f"armed in sqlite:///{tmp_path / 'own.db'} (audit-arm.json), but this hook seals "
+            f"in sqlite:///{ledger_file(tmp_path)}") in elsewhere.stderr
+    assert "--config" in elsewhere.stderr
+    same = run_cli("hook", "install", str(clone), "--run-dir", str(run_dir), "--config", str(own))
+    assert same.returncode == 0 and "armed in" not in same.stderr
+
+
 # --- the before-snapshot and the charter --------------------------------------------------------
 
 def test_the_new_tip_written_into_the_before_snapshot_is_tampered(tmp_path: Path) -> None:
