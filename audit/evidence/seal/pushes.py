@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from audit.evidence.pushlog import append_lines, read_log_lines, read_push_log, render_line
+from audit.evidence.seal.arm import armed_in
 from audit.evidence.seal.ledger import AuditLedger, SealError, open_ledger, run_dir_key
 from audit.model import LogLine, PushEntry, SealedPush
 from jobs.core.errors import LoopError
@@ -29,6 +30,11 @@ def record_pushes(run_dir: Path, entries: list[dict[str, str]], config_arg: str 
     try:
         with open_ledger(config_arg) as ledger:
             seal_lines(ledger, run_dir, lines)
+            armed = armed_in(run_dir)
+            if armed is not None and armed != ledger.shown:
+                warn(f"{run_dir} was armed in {armed} (audit-arm.json), but this push is sealed "
+                     f"in {ledger.shown}: closeout with the configuration begin used will not "
+                     "find it sealed (give the same --config)")
     except LoopError as exc:
         warn(f"could not seal this push in the ledger ({exc}); it is logged unsealed, and what "
              "only its line covers will be judged UNVERIFIED")

@@ -183,6 +183,21 @@ def test_a_hook_that_would_seal_in_another_ledger_than_the_arm_is_warned_of(
     assert same.returncode == 0 and "armed in" not in same.stderr
 
 
+def test_a_push_recorded_in_another_ledger_than_the_arm_is_warned_of(tmp_path: Path) -> None:
+    clone, _ = make_repo_with_remote(tmp_path)
+    run_dir = tmp_path / "run"
+    own = tmp_path / "own.yaml"
+    own.write_text(f"ledger: sqlite:///{tmp_path / 'own.db'}\n")
+    begin(str(clone), "--run-dir", str(run_dir), "--config", str(own))
+    push = ("record-push", "--repo", str(clone), "--remote", "origin", "--ref",
+            "refs/heads/main", "--old", ZERO, "--new", "1" * 40, "--run-dir", str(run_dir))
+    elsewhere = run_cli(*push)
+    assert elsewhere.returncode == 0, elsewhere.stderr
+    assert f"was armed in sqlite:///{tmp_path / 'own.db'} (audit-arm.json)" in elsewhere.stderr
+    same = run_cli(*push, "--config", str(own))
+    assert same.returncode == 0 and "armed in" not in same.stderr
+
+
 # --- the before-snapshot and the charter --------------------------------------------------------
 
 def test_the_new_tip_written_into_the_before_snapshot_is_tampered(tmp_path: Path) -> None:
