@@ -39,11 +39,12 @@ JAVA_QUALIFIERS = ("alpha", "beta")
 
 # `N.N.N` (a fourth number too), an optional leading `v`, `^`, `~` or `=`, and any pre-release or
 # build suffix: semver's `-alpha.1`, `-SNAPSHOT`, `+build`; PEP 440's `a1`, `b1`, `rc1`, `.dev1`,
-# `.post1`. Not inside a longer word or number.
+# `.post1`. Not inside a longer word or number. Its numbers are ASCII digits (`\d` would take any
+# Unicode digit: `1.2.٣` is no version).
 VERSION = re.compile(
     r"(?<![0-9A-Za-z.])(?P<prefix>[v^~=]?)"
-    r"(?P<version>(?P<core>\d+\.\d+\.\d+(?:\.\d+)?)"
-    r"(?P<suffix>(?:(?:a|b|rc|\.dev|\.post)\d+)*"
+    r"(?P<version>(?P<core>[0-9]+\.[0-9]+\.[0-9]+(?:\.[0-9]+)?)"
+    r"(?P<suffix>(?:(?:a|b|rc|\.dev|\.post)[0-9]+)*"
     r"(?:-[0-9A-Za-z]+(?:[.-][0-9A-Za-z]+)*)?(?:\+[0-9A-Za-z]+(?:[.-][0-9A-Za-z]+)*)?))"
     r"(?![0-9A-Za-z])")
 
