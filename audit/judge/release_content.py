@@ -79,15 +79,18 @@ def release_content(commit: Commit, tags: Sequence[str], *, never_lower: bool = 
     made, manifest_refusal = _manifest_versions(commit.changes)
     if manifest_refusal is not None:
         return manifest_refusal
+    # The manifests' changed values are changed versions too: a bump sets none to a release.
+    changed: list[str] = sorted(made)
     if not made:
         made = {*versions_in(match.group("rest")), *(v for t in tags for v in versions_in(t))}
-    changed: list[str] = []
+    in_files: list[str] = []
     for change in commit.changes:
-        refusal = _judge_file(change, made, changed, never_lower)
+        refusal = _judge_file(change, made, in_files, never_lower)
         if refusal is not None:
             return refusal
+    changed += in_files
     subject_snapshot = any(v.endswith(SNAPSHOT) for v in versions_in(match.group("rest")))
-    bump = subject_snapshot and bool(changed) and all(v.endswith(SNAPSHOT) for v in changed)
+    bump = subject_snapshot and bool(in_files) and all(v.endswith(SNAPSHOT) for v in changed)
     return Release(frozenset(made), bump)
 
 

@@ -151,3 +151,15 @@ def test_a_version_string_is_made_of_ascii_digits() -> None:
     assert judge("chore: release 1.2.3", manifest) == Refused(
         ".release-please-manifest.json", "value of '.' ('\u0661.2.3') is no version")
 
+
+def test_a_snapshot_bump_sets_no_manifest_value_to_a_release_version() -> None:
+    """A `-SNAPSHOT` bump's changed versions are all `-SNAPSHOT` ones, its manifests' too: a
+    manifest value set to a release version makes it a release, which needs its tag."""
+    bump = change("pom.xml", "<version>1.0.0</version>\n", "<version>1.0.1-SNAPSHOT</version>\n")
+    manifest = change(".release-please-manifest.json", '{".": "1.0.0"}',
+                      '{".": "1.0.1-SNAPSHOT", "other": "9.0.0"}')
+    got = judge("chore(main): release 1.0.1-SNAPSHOT", manifest, bump)
+    assert got == Release(frozenset({"1.0.1-SNAPSHOT", "9.0.0"}), False)
+    honest = change(".release-please-manifest.json", '{".": "1.0.0"}', '{".": "1.0.1-SNAPSHOT"}')
+    assert judge("chore(main): release 1.0.1-SNAPSHOT", honest, bump) == Release(
+        frozenset({"1.0.1-SNAPSHOT"}), True)
