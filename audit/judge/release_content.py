@@ -39,11 +39,12 @@ JAVA_QUALIFIERS = ("alpha", "beta")
 
 # `N.N.N` (a fourth number too), an optional leading `v`, `^`, `~` or `=`, and any pre-release or
 # build suffix: semver's `-alpha.1`, `-SNAPSHOT`, `+build`; PEP 440's `a1`, `b1`, `rc1`, `.dev1`,
-# `.post1`. Not inside a longer word or number.
+# `.post1`. Not inside a longer word or number. Its numbers are ASCII digits (`\d` would take any
+# Unicode digit: `1.2.٣` is no version).
 VERSION = re.compile(
     r"(?<![0-9A-Za-z.])(?P<prefix>[v^~=]?)"
-    r"(?P<version>(?P<core>\d+\.\d+\.\d+(?:\.\d+)?)"
-    r"(?P<suffix>(?:(?:a|b|rc|\.dev|\.post)\d+)*"
+    r"(?P<version>(?P<core>[0-9]+\.[0-9]+\.[0-9]+(?:\.[0-9]+)?)"
+    r"(?P<suffix>(?:(?:a|b|rc|\.dev|\.post)[0-9]+)*"
     r"(?:-[0-9A-Za-z]+(?:[.-][0-9A-Za-z]+)*)?(?:\+[0-9A-Za-z]+(?:[.-][0-9A-Za-z]+)*)?))"
     r"(?![0-9A-Za-z])")
 
@@ -78,15 +79,18 @@ def release_content(commit: Commit, tags: Sequence[str], *, never_lower: bool = 
     made, manifest_refusal = _manifest_versions(commit.changes)
     if manifest_refusal is not None:
         return manifest_refusal
+    # The manifests' changed values are changed versions too: a bump sets none to a release.
+    changed: list[str] = sorted(made)
     if not made:
         made = {*versions_in(match.group("rest")), *(v for t in tags for v in versions_in(t))}
-    changed: list[str] = []
+    in_files: list[str] = []
     for change in commit.changes:
-        refusal = _judge_file(change, made, changed, never_lower)
+        refusal = _judge_file(change, made, in_files, never_lower)
         if refusal is not None:
             return refusal
+    changed += in_files
     subject_snapshot = any(v.endswith(SNAPSHOT) for v in versions_in(match.group("rest")))
-    bump = subject_snapshot and bool(changed) and all(v.endswith(SNAPSHOT) for v in changed)
+    bump = subject_snapshot and bool(in_files) and all(v.endswith(SNAPSHOT) for v in changed)
     return Release(frozenset(made), bump)
 
 

@@ -138,3 +138,28 @@ def test_version_strings_as_the_contract_defines_them() -> None:
         "1.2.3", "1.2.3", "1.2.3", "1.2.3", "2.0.0b1", "1.0.0rc1", "1.0.0.dev1", "1.0.0.post1",
         "2.64.1-SNAPSHOT", "1.0.0-alpha.1", "1.0.0+build.5"]
     assert versions_in("cotar-cli-v0.4.0 storage/v1.47.0 x1.2.3 1.2") == ["0.4.0", "1.47.0"]
+
+
+def test_a_version_string_is_made_of_ascii_digits() -> None:
+    """`N.N.N` holds the digits 0-9: a look-alike digit (Arabic-Indic `٣`, fullwidth `３`) makes
+    no version, whether named by the subject or a manifest."""
+    assert versions_in("release 1.2.\u0663 1.2.\uff13 \u0661.2.3") == []
+    lookalike = change("version.py", '__version__ = "1.2.2"\n', '__version__ = "1.2.\u0663"\n')
+    assert judge("chore: release 1.2.\u0663", lookalike) == Refused(
+        "version.py line 1", "changes more than version strings")
+    manifest = change(".release-please-manifest.json", '{".": "1.2.2"}', '{".": "\u0661.2.3"}')
+    assert judge("chore: release 1.2.3", manifest) == Refused(
+        ".release-please-manifest.json", "value of '.' ('\u0661.2.3') is no version")
+
+
+def test_a_snapshot_bump_sets_no_manifest_value_to_a_release_version() -> None:
+    """A `-SNAPSHOT` bump's changed versions are all `-SNAPSHOT` ones, its manifests' too: a
+    manifest value set to a release version makes it a release, which needs its tag."""
+    bump = change("pom.xml", "<version>1.0.0</version>\n", "<version>1.0.1-SNAPSHOT</version>\n")
+    manifest = change(".release-please-manifest.json", '{".": "1.0.0"}',
+                      '{".": "1.0.1-SNAPSHOT", "other": "9.0.0"}')
+    got = judge("chore(main): release 1.0.1-SNAPSHOT", manifest, bump)
+    assert got == Release(frozenset({"1.0.1-SNAPSHOT", "9.0.0"}), False)
+    honest = change(".release-please-manifest.json", '{".": "1.0.0"}', '{".": "1.0.1-SNAPSHOT"}')
+    assert judge("chore(main): release 1.0.1-SNAPSHOT", honest, bump) == Release(
+        frozenset({"1.0.1-SNAPSHOT"}), True)
