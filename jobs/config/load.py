@@ -375,12 +375,15 @@ def local_zone() -> tzinfo:
 
 
 def with_repos(config: Config, paths: Sequence[str | Path]) -> Config:
-    """`--repo PATH` (repeatable) replaces the configured list; each must be a git work tree."""
+    """`--repo PATH` (repeatable) replaces the configured list; each must be a git work tree.
+    A repository named twice (`app`, `./app/`, a symlink to it) is one, worked on once."""
     repos: list[RepoConfig] = []
     for raw in paths:
         p = expand_user(raw, "--repo", "--repo").absolute()
         if not is_work_tree_root(p):
             raise ConfigError("command line", "--repo", str(raw), "not a git work tree")
+        if any(r.path == p.resolve() for r in repos):
+            continue
         known = next((r for r in config.repos if r.path == p.resolve()), None)
         repos.append(known._replace(path=p.resolve()) if known else RepoConfig(p.resolve()))
     return config._replace(repos=tuple(repos))
