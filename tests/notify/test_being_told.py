@@ -176,6 +176,17 @@ def test_undelivered_messages_and_pings_are_logged_bounded_and_failed_by_doctor(
     assert "FAIL heartbeat" not in doctor.stdout and "FAIL notify" not in doctor.stdout
 
 
+def test_doctor_fails_on_a_notify_url_apprise_does_not_understand(tmp_path: Path) -> None:
+    # Messages go out only after a failing morning: a URL no message can ever reach is said
+    # before then, not found out when the first failure goes untold.
+    repo = told_repo(tmp_path, notify=["ntfy://ntfy.sh/my-loops", "nosuchservice://host/x"])
+    doctor = repo.run("doctor")
+    assert doctor.returncode == 1
+    assert "FAIL notify: notify[2] nosuchservice://…: Apprise does not understand this URL" \
+        in doctor.stdout, doctor.stdout
+    assert "notify[1]" not in doctor.stdout, doctor.stdout
+
+
 def test_each_call_is_bounded(silent: int) -> None:
     begun = time.monotonic()
     problem = heartbeat.ping(f"http://127.0.0.1:{silent}/x", "start", limit=0.3)
