@@ -187,6 +187,21 @@ def test_doctor_fails_on_a_notify_url_apprise_does_not_understand(tmp_path: Path
     assert "notify[1]" not in doctor.stdout, doctor.stdout
 
 
+def test_the_review_command_in_a_message_can_be_pasted_into_a_shell(tmp_path: Path) -> None:
+    import shlex
+
+    from jobs.config.load import load_config
+    from jobs.verify import tell
+
+    folder = tmp_path / "My Config"
+    folder.mkdir()
+    cfg = folder / "config.yaml"
+    cfg.write_text("machine: Studio Mac\n")
+    command = tell.review_command(load_config(cfg, env={}), "2026-11-30")
+    assert shlex.split(command) == ["loop-verify", "review", "--config", str(cfg),
+                                    "--since", "2026-11-30", "--machine", "Studio Mac"]
+
+
 def test_each_call_is_bounded(silent: int) -> None:
     begun = time.monotonic()
     problem = heartbeat.ping(f"http://127.0.0.1:{silent}/x", "start", limit=0.3)
