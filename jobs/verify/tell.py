@@ -43,9 +43,10 @@ def title(machine: str, results: Sequence[Attempt], *, interrupted: bool = False
 
 
 def body(results: Sequence[Attempt], names: Mapping[str, str], review: str) -> str:
-    """One line per attempt that is not a pass, with its reason; then the review to open."""
+    """One line per attempt that is not a pass, with its reason; then the review to open. A pass
+    whose commit was refused is one too: the title counts it as not checked."""
     lines = [format_line(r, names=names).splitlines()[0] for r in results
-             if r.verdict != Verdict.PASS]
+             if r.verdict != Verdict.PASS or not_checked(r)]
     if len(lines) > MESSAGE_LINES:
         lines = [*lines[:MESSAGE_LINES], f"… and {len(lines) - MESSAGE_LINES} more"]
     return "\n".join([*lines, "", f"review: {review}"])

@@ -142,6 +142,25 @@ def test_a_passing_run_sends_no_message_and_form_targets_work_too(
     assert "skipped  app" in form["message"]
 
 
+def test_a_pass_whose_commit_was_refused_is_named_in_the_message(
+        tmp_path: Path, httpserver: HTTPServer) -> None:
+    # The title counts it as not checked: the body must say which task and why.
+    server = Recorder(httpserver)
+    repo = told_repo(tmp_path, notify=[f"json://localhost:{httpserver.port}/hook"],
+                     recipe="verify-ok")
+    hook = repo.root / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho refused by policy >&2\nexit 1\n")
+    hook.chmod(0o755)
+    done = repo.run("run", *TODAY)
+    assert done.returncode == 3, done.stdout + done.stderr
+    [(_, _, raw)] = server.seen
+    message = json.loads(raw)
+    assert message["title"] == "loop-verify on studio: 2 could not be checked"
+    lines = message["message"].splitlines()
+    assert [line.split()[2] for line in lines[:-2]] == ["TASK-1", "TASK-2"], lines
+    assert all("refused by policy" in line for line in lines[:-2]), lines
+
+
 def test_undelivered_messages_and_pings_are_logged_bounded_and_failed_by_doctor(
         tmp_path: Path, httpserver: HTTPServer, silent: int,
         monkeypatch: pytest.MonkeyPatch) -> None:
