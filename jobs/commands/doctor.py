@@ -174,10 +174,17 @@ def delivery_checks(config: Config) -> list[Check]:
         else:
             when = f"last ping ({last.what}) at {last.at}" if last else "no ping sent yet"
             checks.append(Check("heartbeat", True, f"{shown}: {when}"))
-    if config.notify and messages.apprise_missing():
+    missing = bool(config.notify) and messages.apprise_missing()
+    if missing:
         checks.append(Check("notify", False, messages.NOT_INSTALLED,
                             "install it where loop-verify runs"))
-    for url in config.notify:
+    for i, url in enumerate(config.notify, start=1):
+        if not missing and not messages.understood(url):
+            shown = f"notify[{i}] {deliveries.shown_target(url, deliveries.NOTIFY)}"
+            checks.append(Check("notify", False, f"{shown}: {messages.NOT_UNDERSTOOD}",
+                                "fix the URL (see Apprise's list of services; "
+                                "`apprise -vv -b test URL` tries it)"))
+            continue
         last = deliveries.last(config.state_dir, deliveries.NOTIFY, url)
         if last is not None and not last.ok:
             checks.append(Check("notify", False, f"the last message to {last.shown} could "

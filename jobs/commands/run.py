@@ -120,8 +120,8 @@ class Shown:
         self.quiet = quiet
         self.ticking = False
 
-    def line(self, text: str) -> None:
-        if self.quiet and text.startswith("pass "):
+    def line(self, text: str, passed: bool = False) -> None:
+        if self.quiet and passed:
             return
         self.clear()
         emit(text)

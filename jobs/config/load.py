@@ -320,11 +320,25 @@ def _notify_urls(raw: object, fail: Any) -> tuple[str, ...]:
     urls = []
     for i, item in enumerate(items):
         key = "notify" if isinstance(raw, str) else f"notify[{i}]"
-        if not isinstance(item, str) or not re.match(_APPRISE_URL, item.strip()):
+        if not isinstance(item, str) or not _parses(item.strip()):
             raise fail(key, item, "expected an Apprise URL such as ntfy://ntfy.sh/my-topic "
                        "or mailto://user:password@example.com")
         urls.append(item.strip())
     return tuple(urls)
+
+
+def _parses(url: str) -> bool:
+    """Whether `url` has an Apprise URL's shape and a URL parser can read it (`json://[x/`
+    cannot: it would stop the message being sent, and the run, at the end of the run)."""
+    from urllib.parse import urlsplit
+
+    if re.match(_APPRISE_URL, url) is None:
+        return False
+    try:
+        urlsplit(url)
+    except ValueError:
+        return False
+    return True
 
 
 def _heartbeat_url(raw: object, fail: Any) -> str:
@@ -375,12 +389,15 @@ def local_zone() -> tzinfo:
 
 
 def with_repos(config: Config, paths: Sequence[str | Path]) -> Config:
-    """`--repo PATH` (repeatable) replaces the configured list; each must be a git work tree."""
+    """`--repo PATH` (repeatable) replaces the configured list; each must be a git work tree.
+    A repository named twice (`app`, `./app/`, a symlink to it) is one, worked on once."""
     repos: list[RepoConfig] = []
     for raw in paths:
         p = expand_user(raw, "--repo", "--repo").absolute()
         if not is_work_tree_root(p):
             raise ConfigError("command line", "--repo", str(raw), "not a git work tree")
+        if any(r.path == p.resolve() for r in repos):
+            continue
         known = next((r for r in config.repos if r.path == p.resolve()), None)
         repos.append(known._replace(path=p.resolve()) if known else RepoConfig(p.resolve()))
     return config._replace(repos=tuple(repos))

@@ -12,12 +12,23 @@ FAILURE = "failure"
 WARNING = "warning"
 NOT_INSTALLED = ("Apprise is not installed: pip install 'loop-jobs[notify]' "
                  "(or pipx inject loop-jobs apprise)")
+NOT_UNDERSTOOD = "Apprise does not understand this URL"
 
 
 def apprise_missing() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("apprise") is None
+
+
+def understood(url: str) -> bool:
+    """Whether Apprise (installed) can send to `url` at all: no message to it is tried."""
+    import apprise
+
+    try:
+        return bool(apprise.Apprise().add(url))
+    except Exception:  # a plugin's fault parsing the URL: it cannot be sent to either
+        return False
 
 
 def send(url: str, title: str, body: str, kind: str, *, limit: float = CALL_LIMIT) -> str | None:
@@ -30,7 +41,7 @@ def send(url: str, title: str, body: str, kind: str, *, limit: float = CALL_LIMI
     def call() -> str | None:
         teller = apprise.Apprise()
         if not teller.add(url):
-            return "Apprise does not understand this URL"
+            return NOT_UNDERSTOOD
         said = _Said()
         source = logging.getLogger("apprise")
         source.addHandler(said)

@@ -94,7 +94,7 @@ def run_daily_verification(config_path: str | None = None) -> int:
 
     _log.info("scheduler.run_started", config=config_path)
     try:
-        summary = run_once(config, stop=STOP, printer=lambda line: print(line, flush=True),
+        summary = run_once(config, stop=STOP, printer=lambda line, _passed: print(line, flush=True),
                            trigger="serve")
     except LoopError as exc:
         _log.error("scheduler.run_error", error=exc.message, config=config_path)

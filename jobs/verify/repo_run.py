@@ -26,7 +26,7 @@ from jobs.verify import claims as clone_claims
 from jobs.verify.recipes import recipe_problems
 from jobs.verify.recover import commit_kept, recover_pending
 from jobs.verify.rules import eligibility, readiness
-from jobs.verify.summary import EVENTS, Printer, RunSummary, unexpected
+from jobs.verify.summary import EVENTS, Printer, RunSummary, passed_for_good, unexpected
 from jobs.verify.task import RepoContext, Ticker, storable, verify_task
 from jobs.verify.terminal import format_line, natural_key, one_line, repo_name
 
@@ -84,7 +84,7 @@ class RepoRun:
                             label_date=result.label_date)
         if self.printer is not None:
             self.printer(format_line(result, dry_run=self.summary.dry_run,
-                                     names=self.summary.repo_names))
+                                     names=self.summary.repo_names), passed_for_good(result))
 
     # -- the run -------------------------------------------------------------------------------
 
@@ -342,7 +342,7 @@ class RepoRun:
                 line = f"would run  {name} {task.task.id}: just {task.recipe}"
                 if problem:
                     line = f"would fail {name} {task.task.id}: just {task.recipe}: {problem}"
-                self.printer(one_line(line))
+                self.printer(one_line(line), False)
             log.info("dryrun.would_run", repo=str(self.root), task=task.task.id,
                      recipe=task.recipe, reason=problem)
 

@@ -26,7 +26,8 @@ SAID = {Verdict.PASS: "passed", Verdict.FAIL: "failed", Verdict.TIMEOUT: "timed 
         Verdict.LOCKED: "locked", Verdict.INTERRUPTED: "interrupted",
         Verdict.REFUSED: "refused", "would-run": "would run"}
 
-Printer = Callable[[str], None]
+# Prints one line; the flag says it is a pass that reached its task (`--quiet` leaves those out).
+Printer = Callable[[str, bool], None]
 
 if TYPE_CHECKING:
     from jobs.verify.rules.eligibility import Classified
@@ -65,6 +66,11 @@ class RunSummary:
     def counts(self) -> dict[str, int]:
         """verdict → how many attempts of this run came to it (only those that occurred)."""
         return dict(Counter(str(r.verdict) for r in self.results))
+
+
+def passed_for_good(result: Attempt) -> bool:
+    """A pass whose verdict reached its task: not one whose commit was refused (exit 3)."""
+    return result.verdict == Verdict.PASS and result.edit_state != EditState.RESTORED
 
 
 def closing_line(counts: dict[str, int], seconds: float) -> str:

@@ -6,6 +6,7 @@ its failure is a log event, and a `doctor` failure until a later delivery succee
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from shlex import quote
 
 from jobs.config.load import Config
 from jobs.core.errors import EXIT_FAILED, EXIT_UNCHECKED
@@ -42,18 +43,20 @@ def title(machine: str, results: Sequence[Attempt], *, interrupted: bool = False
 
 
 def body(results: Sequence[Attempt], names: Mapping[str, str], review: str) -> str:
-    """One line per attempt that is not a pass, with its reason; then the review to open."""
+    """One line per attempt that is not a pass, with its reason; then the review to open. A pass
+    whose commit was refused is one too: the title counts it as not checked."""
     lines = [format_line(r, names=names).splitlines()[0] for r in results
-             if r.verdict != Verdict.PASS]
+             if r.verdict != Verdict.PASS or not_checked(r)]
     if len(lines) > MESSAGE_LINES:
         lines = [*lines[:MESSAGE_LINES], f"… and {len(lines) - MESSAGE_LINES} more"]
     return "\n".join([*lines, "", f"review: {review}"])
 
 
 def review_command(config: Config, day: str) -> str:
-    """The `review` command that shows this morning's run on the machine that ran it."""
-    where = f" --config {config.source}" if config.source is not None else ""
-    return f"loop-verify review{where} --since {day} --machine {config.machine}"
+    """The `review` command that shows this morning's run on the machine that ran it, ready to
+    paste into a shell (a config path or machine name with spaces quoted)."""
+    where = f" --config {quote(str(config.source))}" if config.source is not None else ""
+    return f"loop-verify review{where} --since {day} --machine {quote(config.machine)}"
 
 
 def _kept(config: Config, url: str, delivery: deliveries.Delivery) -> None:

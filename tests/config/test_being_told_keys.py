@@ -49,6 +49,8 @@ def test_the_fast_reader_and_pyyaml_agree_on_their_lines() -> None:
     ("notify:\n  - ntfy://ntfy.sh/a\n  - not a url\n", "notify[1]", 3),
     ("notify:\n  - 42\n", "notify[0]", 2),
     ("notify: {a: b}\n", "notify", 1),
+    # Not a URL at all (urlsplit refuses it): once made a run that failed a task exit 3.
+    ("notify:\n  - json://[oops/hook\n", "notify[0]", 2),
     ("heartbeat: hc-ping.com/abc\n", "heartbeat", 1),
     ("heartbeat: ftp://hc-ping.com/abc\n", "heartbeat", 1),
     ("timeout: 5m\nheartbeat:\n  - https://hc-ping.com/abc\n", "heartbeat", 2),

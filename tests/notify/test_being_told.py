@@ -142,6 +142,25 @@ def test_a_passing_run_sends_no_message_and_form_targets_work_too(
     assert "skipped  app" in form["message"]
 
 
+def test_a_pass_whose_commit_was_refused_is_named_in_the_message(
+        tmp_path: Path, httpserver: HTTPServer) -> None:
+    # The title counts it as not checked: the body must say which task and why.
+    server = Recorder(httpserver)
+    repo = told_repo(tmp_path, notify=[f"json://localhost:{httpserver.port}/hook"],
+                     recipe="verify-ok")
+    hook = repo.root / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho refused by policy >&2\nexit 1\n")
+    hook.chmod(0o755)
+    done = repo.run("run", *TODAY)
+    assert done.returncode == 3, done.stdout + done.stderr
+    [(_, _, raw)] = server.seen
+    message = json.loads(raw)
+    assert message["title"] == "loop-verify on studio: 2 could not be checked"
+    lines = message["message"].splitlines()
+    assert [line.split()[2] for line in lines[:-2]] == ["TASK-1", "TASK-2"], lines
+    assert all("refused by policy" in line for line in lines[:-2]), lines
+
+
 def test_undelivered_messages_and_pings_are_logged_bounded_and_failed_by_doctor(
         tmp_path: Path, httpserver: HTTPServer, silent: int,
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -174,6 +193,32 @@ def test_undelivered_messages_and_pings_are_logged_bounded_and_failed_by_doctor(
     assert repo.run("run", *TODAY).returncode == 1
     doctor = repo.run("doctor")
     assert "FAIL heartbeat" not in doctor.stdout and "FAIL notify" not in doctor.stdout
+
+
+def test_doctor_fails_on_a_notify_url_apprise_does_not_understand(tmp_path: Path) -> None:
+    # Messages go out only after a failing morning: a URL no message can ever reach is said
+    # before then, not found out when the first failure goes untold.
+    repo = told_repo(tmp_path, notify=["ntfy://ntfy.sh/my-loops", "nosuchservice://host/x"])
+    doctor = repo.run("doctor")
+    assert doctor.returncode == 1
+    assert "FAIL notify: notify[2] nosuchservice://…: Apprise does not understand this URL" \
+        in doctor.stdout, doctor.stdout
+    assert "notify[1]" not in doctor.stdout, doctor.stdout
+
+
+def test_the_review_command_in_a_message_can_be_pasted_into_a_shell(tmp_path: Path) -> None:
+    import shlex
+
+    from jobs.config.load import load_config
+    from jobs.verify import tell
+
+    folder = tmp_path / "My Config"
+    folder.mkdir()
+    cfg = folder / "config.yaml"
+    cfg.write_text("machine: Studio Mac\n")
+    command = tell.review_command(load_config(cfg, env={}), "2026-11-30")
+    assert shlex.split(command) == ["loop-verify", "review", "--config", str(cfg),
+                                    "--since", "2026-11-30", "--machine", "Studio Mac"]
 
 
 def test_each_call_is_bounded(silent: int) -> None:

@@ -426,6 +426,19 @@ def test_repo_option_replaces_the_configured_list(tmp_path: Path) -> None:
     assert b.subjects()[0].endswith("passed (just verify-ok)")
 
 
+def test_a_repository_given_twice_is_verified_once(repo: VerifyRepo) -> None:
+    # `--repo X --repo X/` names one repository: it is worked on, reported and counted once.
+    repo.add_task(1)
+    repo.commit_all("task")
+    (repo.root / "dirty.txt").write_text("not committed\n")
+    proc = repo.run("run", *TODAY, "--repo", str(repo.root), "--repo", f"{repo.root}/")
+    assert proc.returncode == 3, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert [line for line in lines if line.startswith("skipped")] == [
+        "skipped  app: work tree not clean: dirty.txt"]
+    assert lines[-1].startswith("1 skipped in ")
+
+
 def test_no_repositories_is_a_usage_error(tmp_path: Path) -> None:
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"state_dir: {tmp_path / 's'}\n")

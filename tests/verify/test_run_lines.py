@@ -70,6 +70,20 @@ def test_quiet_prints_only_what_did_not_pass_and_verbose_what_was_left_alone(
     assert both.returncode == 2 and "not allowed with" in both.stderr
 
 
+def test_quiet_names_a_pass_whose_commit_was_refused(tmp_path: Path) -> None:
+    # Silence means all passed: a pass that never reached its task (exit 3) is not silent.
+    repo = make_verify_repo(tmp_path)
+    repo.add_task(1)
+    repo.commit_all("task")
+    hook = repo.root / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho refused by policy >&2\nexit 1\n")
+    hook.chmod(0o755)
+    quiet = repo.run("run", *TODAY, "--quiet")
+    assert quiet.returncode == 3, quiet.stderr
+    assert quiet.stdout.startswith("pass     app TASK-1  just verify-ok"), quiet.stdout
+    assert "commit failed" in quiet.stdout
+
+
 def test_dry_run_and_list_say_when_a_recipe_is_not_in_the_justfile(tmp_path: Path) -> None:
     repo = make_verify_repo(tmp_path)
     repo.add_task(1)
