@@ -56,6 +56,8 @@ class RepoRun:
         ttl = config.timeout_for(repo) + config.kill_grace + clone_claims.CLAIM_MARGIN
         self.claims = (clone_claims.RepoClaims(ledger, repo.path, repo.branch, ttl, is_dead=(
             scope.run_is_dead if scope else None)) if ledger is not None else None)
+        # Refused tasks, each reported when the tasks before it in natural order have been.
+        self.refused: list[eligibility.Classified] = []
 
     # -- recording -----------------------------------------------------------------------------
 
@@ -66,6 +68,8 @@ class RepoRun:
     def finish(self, result: Attempt, claim: claims.Claim | None = None) -> None:
         """Record (or, when already in the ledger, update), log and print one attempt; with the
         attempt's `claim`, settle that in the same ledger transaction."""
+        if result.task_id is not None:
+            self.report_refused_before(result.task_id)
         storable(result)
         if self.claims is not None and result.repo_identity is None:
             result.repo_identity = self.claims.repo_identity()
@@ -103,6 +107,12 @@ class RepoRun:
         return scan.config, classified
 
     def run(self) -> None:
+        try:
+            self._run()
+        finally:
+            self.report_refused_before(None)
+
+    def _run(self) -> None:
         judged = self.classify()
         if judged is None:
             return
@@ -317,7 +327,16 @@ class RepoRun:
                                      reason="not run: loop-verify was told to stop"))
 
     def report_refused(self, classified: list[eligibility.Classified]) -> None:
-        for c in in_natural_order([c for c in classified if c.state == eligibility.REFUSED]):
+        """The refused tasks, reported in their natural place among the others (TASK-5 after
+        TASK-1's verdict, before TASK-7's), the last of them when the repository is done."""
+        self.refused = in_natural_order([c for c in classified
+                                         if c.state == eligibility.REFUSED])
+
+    def report_refused_before(self, task_id: str | None) -> None:
+        """Report the refused tasks that come before `task_id` (all of them for None)."""
+        while self.refused and (task_id is None or natural_key(self.refused[0].task.id)
+                                < natural_key(task_id)):
+            c = self.refused.pop(0)
             self.finish(self.attempt(Verdict.REFUSED, task=c, reason=c.reason))
 
     def dry_run(self, classified: list[eligibility.Classified],
@@ -334,6 +353,7 @@ class RepoRun:
             return
         missing = recipe_problems(self.root, [t.recipe for t in due if t.recipe], self.ctx.just)
         for task in in_natural_order(due):
+            self.report_refused_before(task.task.id)
             # Reported, never recorded: a dry run is neither a pass nor a failure.
             problem = missing.get(task.recipe or "")
             self.summary.results.append(self.attempt("would-run", task=task, reason=problem))

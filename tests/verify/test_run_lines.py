@@ -48,6 +48,22 @@ def test_lines_in_natural_order_with_exit_codes_limits_and_a_summary(tmp_path: P
                       "verify.passed": "info"}
 
 
+def test_a_refused_task_takes_its_natural_place_among_the_verified_ones(tmp_path: Path) -> None:
+    repo = make_verify_repo(tmp_path)
+    for n in (1, 7):
+        repo.add_task(n)
+    repo.add_task(5, notes="verify-cmd: just verify-ok; touch pwned")
+    repo.commit_all("tasks")
+    done = repo.run("run", *TODAY)
+    assert done.returncode == 0, done.stderr  # a refusal is an answer, not "could not check"
+    lines = done.stdout.splitlines()
+    assert [line.split()[:3] for line in lines[:-1]] == [
+        ["pass", "app", "TASK-1"], ["refused", "app", "TASK-5:"], ["pass", "app", "TASK-7"]]
+    # The ledger holds them in the same order.
+    assert [e["task"] for e in repo.log_events()
+            if e["event"] in ("verify.passed", "verify.refused")] == ["TASK-1", "TASK-5", "TASK-7"]
+
+
 def test_quiet_prints_only_what_did_not_pass_and_verbose_what_was_left_alone(
         tmp_path: Path) -> None:
     repo = make_verify_repo(tmp_path)
