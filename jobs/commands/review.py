@@ -108,7 +108,9 @@ def main(args: ReviewOptions, now: datetime | None = None) -> int:
             chosen = frozenset(repo for m, repo in clones if identity(m, repo) in wanted)
         here = frozenset(repo for _m, repo in clones if os.path.isdir(repo))
         filters = Filters(since=since, until=until, repos=chosen, task=args.task,
-                          verdict=args.verdict, machine=args.machine, here=here)
+                          verdict=args.verdict, machine=args.machine, here=here,
+                          days_since=whole_day(since, zone, 0),
+                          days_until=whole_day(until - timedelta(microseconds=1), zone, 1))
         data = reader.read(filters)
         if choice is not None:
             data.audits = [run for run in data.audits if any(
@@ -150,6 +152,12 @@ def default_since(until: datetime, zone: tzinfo) -> datetime:
         return datetime.combine(last - timedelta(days=DEFAULT_DAYS), time.min, tzinfo=zone)
     except OverflowError:
         return _EARLIEST
+
+
+def whole_day(moment: datetime, zone: tzinfo, days: int) -> datetime:
+    """The start of the day of `moment` in the configured zone, `days` later."""
+    day = moment.astimezone(zone).date() + timedelta(days=days)
+    return datetime.combine(day, time.min, tzinfo=zone)
 
 
 def _local_identity(repo: str, branches: dict[str, str]) -> str | None:

@@ -11,7 +11,8 @@ import pytest
 from review_helpers import plain_ledger, review_text
 from verify_helpers import make_verify_repo
 
-from jobs.ledger.model import Attempt
+from jobs.ledger.model import Attempt, Run
+from jobs.ledger.runs import save_run
 
 TODAY = ("--today", "2026-11-30")
 
@@ -106,3 +107,25 @@ def test_repo_by_the_path_of_one_clone_keeps_every_clone_of_its_repository(
         text = review_text(config, *window, "--repo", choice)
         assert "## What failed (2)" in text, choice
         assert "on mac" in text and "on pi" in text and "/c/other" not in text, choice
+
+
+def test_a_day_the_window_cuts_is_no_run_only_when_none_ran_on_the_whole_day(
+        tmp_path: Path) -> None:
+    # `--since 2026-11-29T12:00 --until 2026-11-30T06:00` (London) and a run at 07:00 every
+    # morning: the page said "no run 2026-11-29 – 2026-11-30 (2 days)", both days on which a
+    # run happened, just before or after the window's hours.
+    config, ledger = plain_ledger(tmp_path, timezone="Europe/London")
+    for day in (29, 30):
+        start = datetime(2026, 11, day, 7, tzinfo=UTC)
+        save_run(ledger, Run(f"r{day}", "mac", "launchd", start,
+                             ended_at=start + timedelta(minutes=1), exit_code=0,
+                             counts={"pass": 1}))
+    ledger.close()
+    text = review_text(config, "--since", "2026-11-29T12:00", "--until", "2026-11-30T06:00")
+    assert "no run" not in text.replace("– no run.", "")
+    assert "a run every day" in text
+    # The runs listed are the window's: neither started in it.
+    assert "## Runs (0)" in text
+    # A day of the window on which none ran at all is still said.
+    text = review_text(config, "--since", "2026-11-28T12:00", "--until", "2026-11-30T06:00")
+    assert "**no run 2026-11-28**" in text and "1 day(s) without a run" in text
