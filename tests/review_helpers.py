@@ -298,3 +298,23 @@ def world_fixture(tmp_path_factory: pytest.TempPathFactory) -> ReviewWorld:
                     "GITHUB_API_URL"):
             mp.delenv(var, raising=False)
         return build_world(base)
+
+
+def plain_ledger(base: Path, *, timezone: str = "UTC", machine: str = "here",
+                 ) -> tuple[Path, Ledger]:
+    """A config naming no repository and an empty ledger, for a review of rows written directly
+    (plain data: the dates are the test's, never the wall clock's)."""
+    base.mkdir(parents=True, exist_ok=True)
+    config = base / "config.yaml"
+    config.write_text(yaml.safe_dump({
+        "repos": [], "timezone": timezone, "state_dir": str(base / "state"),
+        "ledger": f"sqlite:///{base / 'ledger.db'}", "machine": machine,
+        "log_file": str(base / "log.jsonl")}))
+    return config, Ledger(f"sqlite:///{base / 'ledger.db'}")
+
+
+def review_text(config: Path, *args: str) -> str:
+    """`loop-verify review --format markdown` of that config, which must make a report."""
+    done = loop_verify(["review", "--config", str(config), "--format", "markdown", *args])
+    assert done.returncode == 0, done.stderr
+    return done.stdout

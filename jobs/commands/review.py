@@ -20,7 +20,13 @@ from jobs.ledger.audits import AUDIT_VERDICTS, AuditFinding, AuditRun
 from jobs.ledger.store import VERDICTS
 from jobs.review.audits import AUDITS_DETAILED, detail_order
 from jobs.review.html.page import render_html
-from jobs.review.identity import Identities, choice_matches, local_identity, parse_repo_option
+from jobs.review.identity import (
+    Identities,
+    choice_matches,
+    chosen_repositories,
+    local_identity,
+    parse_repo_option,
+)
 from jobs.review.links import LocalSites, Site, site_for_github_remote, site_for_url
 from jobs.review.local import OutputReader, task_title
 from jobs.review.markdown import render_markdown
@@ -97,15 +103,19 @@ def main(args: ReviewOptions, now: datetime | None = None) -> int:
         identity = Identities(claimed, machine, lambda repo: _local_identity(repo, branches))
         chosen = None
         if choice is not None:
-            chosen = frozenset(repo for m, repo in clones
-                               if choice_matches(choice, identity(m, repo), [repo]))
+            # The repositories it names, with all their clones.
+            wanted = chosen_repositories(choice, clones, identity)
+            chosen = frozenset(repo for m, repo in clones if identity(m, repo) in wanted)
         here = frozenset(repo for _m, repo in clones if os.path.isdir(repo))
         filters = Filters(since=since, until=until, repos=chosen, task=args.task,
-                          verdict=args.verdict, machine=args.machine, here=here)
+                          verdict=args.verdict, machine=args.machine, here=here,
+                          days_since=whole_day(since, zone, 0),
+                          days_until=whole_day(until - timedelta(microseconds=1), zone, 1))
         data = reader.read(filters)
         if choice is not None:
             data.audits = [run for run in data.audits if any(
-                choice_matches(choice, identity(run.machine, repo), [repo])
+                identity(run.machine, repo) in wanted
+                or choice_matches(choice, identity(run.machine, repo), [repo])
                 for repo in run.repos)]
         reader.add_findings(sorted(data.audits, key=detail_order)[:AUDITS_DETAILED])
     finally:
@@ -142,6 +152,12 @@ def default_since(until: datetime, zone: tzinfo) -> datetime:
         return datetime.combine(last - timedelta(days=DEFAULT_DAYS), time.min, tzinfo=zone)
     except OverflowError:
         return _EARLIEST
+
+
+def whole_day(moment: datetime, zone: tzinfo, days: int) -> datetime:
+    """The start of the day of `moment` in the configured zone, `days` later."""
+    day = moment.astimezone(zone).date() + timedelta(days=days)
+    return datetime.combine(day, time.min, tzinfo=zone)
 
 
 def _local_identity(repo: str, branches: dict[str, str]) -> str | None:

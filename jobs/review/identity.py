@@ -61,6 +61,15 @@ def choice_matches(choice: RepoChoice, identity: str, clones: Iterable[str]) -> 
                                                       for c in clones)
 
 
+def chosen_repositories(choice: RepoChoice, clones: Iterable[Clone],
+                        identity: Callable[[str | None, str], str]) -> frozenset[str]:
+    """The identities of the repositories `--repo` names: each one with a clone (or an identity)
+    that matches. Every clone of such a repository belongs to the choice, whatever its folder is
+    called and whichever machine ran it."""
+    return frozenset(found for machine, repo in clones
+                     if choice_matches(choice, found := identity(machine, repo), [repo]))
+
+
 def read_claimed(conn: sa.Connection) -> dict[Clone, str]:
     """Each clone's identity as its run recorded it: on its attempts (every run since the column
     exists, a clone that only ever found its tasks verified elsewhere too), else on its claims. A

@@ -129,8 +129,9 @@ def _summary(review: Review) -> list[str]:
     return ["## Summary", "",
             f"- did it run: {ran}",
             "- what failed: " + (f"{failing} failing attempt(s): {new} new, "
-                                 f"{len(review.failures) - new} still failing "
-                                 f"({_counts(t, ('fail', 'timeout', 'drift'))})"
+                                 f"{len(review.failures) - new} still failing"
+                                 + (" (of those listed)" if review.omitted_failures else "")
+                                 + f" ({_counts(t, ('fail', 'timeout', 'drift'))})"
                                  if failing else "nothing failed"),
             "- not checked: " + (_counts(t, NOT_CHECKED) if any(t.get(v) for v in NOT_CHECKED)
                                  else "everything due was checked"),

@@ -3,6 +3,8 @@
 Days are counted in the configured time zone, across the machines the report covers (`--machine`
 narrows them). A day after the moment the report was made cannot have had its run yet and is not
 counted; the report's own day, when the window ends before that day does, is "no run yet".
+A day the window cuts (a --since or --until at a time of day) is judged whole: a run that started
+on it outside the window's hours is not listed, but the day had its run.
 Pure: plain data in, plain data out.
 """
 
@@ -97,8 +99,11 @@ def _day(moment: datetime, zone: tzinfo) -> date:
 def build_runs(recorded: Sequence[Run], pieced: Sequence[Run], *, since: datetime,
                until: datetime, now: datetime, zone: tzinfo, columns: Sequence[date],
                step: int) -> RunsView:
-    entries = sorted([RunEntry(r, False) for r in recorded] + [RunEntry(r, True) for r in pieced],
-                     key=lambda e: (e.run.started_at, e.run.run_id))
+    every = sorted([RunEntry(r, False) for r in recorded] + [RunEntry(r, True) for r in pieced],
+                   key=lambda e: (e.run.started_at, e.run.run_id))
+    # The runs may cover the window's first and last days whole: a run on one of those days
+    # outside the window's hours is not listed, but that day had its run.
+    entries = [e for e in every if since <= e.run.started_at < until]
     first = _day(since, zone)
     last = _day(until - timedelta(microseconds=1), zone)
     today = _day(now, zone)
@@ -107,7 +112,8 @@ def build_runs(recorded: Sequence[Run], pieced: Sequence[Run], *, since: datetim
     by_day: dict[date, list[RunEntry]] = {}
     for entry in entries:
         by_day.setdefault(_day(entry.run.started_at, zone), []).append(entry)
-    run_days = sorted(d for d in by_day if first <= d <= counted_last)
+    run_days = sorted({d for e in every if first <= (d := _day(e.run.started_at, zone))
+                       <= counted_last})
     gaps = _gaps(run_days, first, counted_last, so_far=counted_last == today)
     cells = [_cell(columns[i], step, by_day, run_days, first, counted_last, last)
              for i in range(len(columns))]
@@ -158,6 +164,8 @@ def _cell(start: date, step: int, by_day: dict[date, list[RunEntry]], run_days: 
     state = next((s for s in STATES if any(e.state == s for e in runs)), None)
     span = start.isoformat() if end == start else f"{start.isoformat()} – {end.isoformat()}"
     said = [f"{len(runs)} run(s)"] if runs else []
+    if not runs and lo <= hi and not missing:
+        said.append("its run(s) started outside the window's hours")
     if state is not None:
         said.append(f"worst: {STATE_WORDS[state]}")
     if missing and step == 1:

@@ -48,6 +48,10 @@ class Filters:
     verdict: str | None = None
     machine: str | None = None
     here: frozenset[str] = frozenset()  # clones on this machine: the only titles it can read
+    # The window's first and last days whole (in the configured zone): whether a day had a run
+    # is asked of the whole day, though only the window's runs are listed.
+    days_since: datetime | None = None
+    days_until: datetime | None = None
 
 
 @dataclass(slots=True)
@@ -98,8 +102,8 @@ class LedgerData:
     unchecked: list[AttemptRow]     # the newest UNCHECKED_ROWS of the rest, newest first
     unchecked_total: int
     history: list[HistoryRow]       # oldest first
-    runs: list[Run]                 # the runs table's, oldest first
-    pieced: list[Run]               # runs known only from their attempts (trigger "")
+    runs: list[Run]                 # the runs table's, oldest first (of the window's whole days)
+    pieced: list[Run]               # runs known only from their attempts (trigger ""), alike
     task_paths: dict[tuple[str, str | None], str | None]
     audits: list[AuditRun]
     has_machine: bool
@@ -245,16 +249,17 @@ class LedgerReader:
         return rows
 
     def _runs(self, conn: sa.Connection, f: Filters) -> tuple[list[Run], list[Run]]:
-        """The runs that started in the window (of the selected machine), and the runs before
-        the runs table that only their attempts tell of."""
-        window = [runs.c.started_at >= _naive(f.since), runs.c.started_at < _naive(f.until)]
+        """The runs that started on the window's days (of the selected machine), and the runs
+        before the runs table that only their attempts tell of."""
+        since, until = f.days_since or f.since, f.days_until or f.until
+        window = [runs.c.started_at >= _naive(since), runs.c.started_at < _naive(until)]
         if f.machine is not None:
             window.append(runs.c.machine == f.machine)
         recorded = [run_from_row(r) for r in conn.execute(
             sa.select(runs).where(*window).order_by(runs.c.started_at, runs.c.run_id))]
         a = attempts.c
         machine = self._machine()
-        where: list[Any] = [a.started_at >= _naive(f.since), a.started_at < _naive(f.until),
+        where: list[Any] = [a.started_at >= _naive(since), a.started_at < _naive(until),
                             a.run_id.not_in(sa.select(runs.c.run_id).scalar_subquery())]
         if f.machine is not None:
             if not self.has_machine:

@@ -291,3 +291,23 @@ def test_a_long_window_counts_the_days_without_listing_millions() -> None:
         "no run 2026-11-02",  # the window ended with the day: it is over
         f"no run 0002-01-01 – 2026-10-31 ({(date(2026, 10, 31) - date(2, 1, 1)).days + 1} days)"]
     assert view.cells[0].title.endswith("days without a run")
+
+
+def test_the_summary_says_new_and_still_failing_count_only_the_failures_listed() -> None:
+    # Beyond the listed failures the Markdown summary said "3 failing attempt(s): 1 new, 0
+    # still failing": the two not listed were in neither count, and nothing said so (the HTML
+    # page says "(of those listed)").
+    from jobs.review.html.page import render_html
+    from jobs.review.markdown import render_markdown
+
+    since, until = T0 - timedelta(days=2), T0 + timedelta(days=2)
+    failing = [attempt(3, "fail", repo="/a/app", machine="mac", task="TASK-1", day=1)]
+    marks = [((T0 + timedelta(days=d)).replace(tzinfo=None).isoformat(sep=" "), "mac", "/a/app",
+              "TASK-1", "fail", None) for d in (-1, 0, 1)]
+    data = LedgerData(marks, failing, 3, [], 0, [], [], [], {}, [], True)
+    review = build_review(data, since=since, until=until, now=until, zone=UTC_ZONE, filters=[],
+                          edges=edges())
+    text = render_markdown(review, until)
+    assert "3 failing attempt(s): 1 new, 0 still failing (of those listed)" in text
+    assert "3 failing attempt(s): 1 new, 0 still failing (of those listed)" in render_html(
+        review, until)

@@ -4,10 +4,15 @@ written through a symbolic link or into a FIFO, never replacing them."""
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from review_helpers import plain_ledger, review_text
 from verify_helpers import make_verify_repo
+
+from jobs.ledger.model import Attempt, Run
+from jobs.ledger.runs import save_run
 
 TODAY = ("--today", "2026-11-30")
 
@@ -80,3 +85,47 @@ def test_the_review_writes_through_a_link_or_into_a_fifo_never_replacing_them(
     assert done.returncode == 0, done.stderr
     assert fifo.is_fifo(), "the FIFO was replaced by a file"
     assert b"".join(got).startswith(b"# loop-jobs incident review")
+
+
+def test_repo_by_the_path_of_one_clone_keeps_every_clone_of_its_repository(
+        tmp_path: Path) -> None:
+    # `--repo PATH` is "the repository of the clone at that path, with all its clones": the
+    # other machine's clone of the same repository (another folder name) was dropped, so its
+    # failure vanished from a review of that repository.
+    config, ledger = plain_ledger(tmp_path)
+    start = datetime(2026, 11, 29, 7, tzinfo=UTC)
+    for hour, repo, machine in ((0, "/a/frontend", "mac"), (1, "/b/webapp", "pi")):
+        ledger.save(Attempt(f"r{hour}", start + timedelta(hours=hour), repo, "fail",
+                            task_id="TASK-1", label_date="2026-11-01", machine=machine,
+                            exit_code=1, repo_identity="github.com/acme/webapp"))
+    ledger.save(Attempt("r9", start, "/c/other", "fail", task_id="TASK-1",
+                        label_date="2026-11-01", machine="mac", exit_code=1,
+                        repo_identity="github.com/acme/other"))
+    ledger.close()
+    window = ("--since", "2026-11-29", "--until", "2026-11-29")
+    for choice in ("/a/frontend", "frontend", "webapp"):
+        text = review_text(config, *window, "--repo", choice)
+        assert "## What failed (2)" in text, choice
+        assert "on mac" in text and "on pi" in text and "/c/other" not in text, choice
+
+
+def test_a_day_the_window_cuts_is_no_run_only_when_none_ran_on_the_whole_day(
+        tmp_path: Path) -> None:
+    # `--since 2026-11-29T12:00 --until 2026-11-30T06:00` (London) and a run at 07:00 every
+    # morning: the page said "no run 2026-11-29 – 2026-11-30 (2 days)", both days on which a
+    # run happened, just before or after the window's hours.
+    config, ledger = plain_ledger(tmp_path, timezone="Europe/London")
+    for day in (29, 30):
+        start = datetime(2026, 11, day, 7, tzinfo=UTC)
+        save_run(ledger, Run(f"r{day}", "mac", "launchd", start,
+                             ended_at=start + timedelta(minutes=1), exit_code=0,
+                             counts={"pass": 1}))
+    ledger.close()
+    text = review_text(config, "--since", "2026-11-29T12:00", "--until", "2026-11-30T06:00")
+    assert "no run" not in text.replace("– no run.", "")
+    assert "a run every day" in text
+    # The runs listed are the window's: neither started in it.
+    assert "## Runs (0)" in text
+    # A day of the window on which none ran at all is still said.
+    text = review_text(config, "--since", "2026-11-28T12:00", "--until", "2026-11-30T06:00")
+    assert "**no run 2026-11-28**" in text and "1 day(s) without a run" in text
