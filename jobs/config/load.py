@@ -32,7 +32,6 @@ MACHINE_MAX = 128
 # compiled at import costs every start-up a fraction of a millisecond.
 _SCHEDULE = r"^([01]?\d|2[0-3]):([0-5]\d)$"
 # An Apprise URL: a scheme, `://`, then anything without spaces or control characters.
-_APPRISE_URL = r"^[A-Za-z][A-Za-z0-9+.-]*://[^\s\x00-\x1f\x7f]+$"
 
 TOP_KEYS = {"repos", "timeout", "kill_grace", "timezone", "schedule", "state_dir", "log_file",
             "ledger", "machine", "output_retention", "notify", "heartbeat",
@@ -275,8 +274,13 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
             raise fail("output_retention", data["output_retention"],
                        "bad duration (use 30d, 12h or a number of seconds)") from None
 
-    notify = _notify_urls(data.get("notify"), fail) if "notify" in data else ()
-    heartbeat = _heartbeat_url(data["heartbeat"], fail) if "heartbeat" in data else None
+    notify: tuple[str, ...] = ()
+    heartbeat: str | None = None
+    if "notify" in data or "heartbeat" in data:
+        from jobs.config.deliveries import heartbeat_url, notify_urls
+
+        notify = notify_urls(data.get("notify"), fail) if "notify" in data else ()
+        heartbeat = heartbeat_url(data["heartbeat"], fail) if "heartbeat" in data else None
 
     output_limit = size_of(data, "output_limit", DEFAULT_OUTPUT_LIMIT, fail)
 
@@ -309,55 +313,6 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
                   log_file=log_file, ledger=ledger, machine=machine,
                   output_retention=retention, notify=notify, heartbeat=heartbeat,
                   output_limit=output_limit)
-
-
-def _notify_urls(raw: object, fail: Any) -> tuple[str, ...]:
-    """`notify:` — a list of Apprise URLs (one URL alone is taken as a list of one)."""
-    items = [raw] if isinstance(raw, str) else raw
-    if raw is None or not isinstance(items, list) or not items:
-        raise fail("notify", raw, "expected a list of Apprise URLs such as "
-                   "ntfy://ntfy.sh/my-topic")
-    urls = []
-    for i, item in enumerate(items):
-        key = "notify" if isinstance(raw, str) else f"notify[{i}]"
-        if not isinstance(item, str) or not _parses(item.strip()):
-            raise fail(key, item, "expected an Apprise URL such as ntfy://ntfy.sh/my-topic "
-                       "or mailto://user:password@example.com")
-        urls.append(item.strip())
-    return tuple(urls)
-
-
-def _parses(url: str) -> bool:
-    """Whether `url` has an Apprise URL's shape and a URL parser can read it (`json://[x/`
-    cannot: it would stop the message being sent, and the run, at the end of the run)."""
-    from urllib.parse import urlsplit
-
-    if re.match(_APPRISE_URL, url) is None:
-        return False
-    try:
-        urlsplit(url)
-    except ValueError:
-        return False
-    return True
-
-
-def _heartbeat_url(raw: object, fail: Any) -> str:
-    """`heartbeat:` — an http(s) ping URL such as https://hc-ping.com/<uuid>."""
-    from urllib.parse import urlsplit
-
-    ok = isinstance(raw, str) and re.match(_APPRISE_URL, raw.strip()) is not None
-    if ok:
-        assert isinstance(raw, str)
-        try:
-            parts = urlsplit(raw.strip())
-            ok = parts.scheme in ("http", "https") and bool(parts.hostname)
-        except ValueError:
-            ok = False
-    if not ok:
-        raise fail("heartbeat", raw, "expected an http(s) ping URL such as "
-                   "https://hc-ping.com/<uuid>")
-    assert isinstance(raw, str)
-    return raw.strip()
 
 
 def zone_named(name: str) -> tzinfo:
