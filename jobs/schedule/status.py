@@ -31,6 +31,7 @@ from jobs.schedule.units import (
     local_machine_zone,
     next_fire_time,
     on_calendar,
+    program_problem,
     systemd_unquote,
     unit_settings,
 )
@@ -223,6 +224,10 @@ def systemd_check(config: Config, *, now: datetime | None = None,
     detail = f"{timer}: {when}"
     if missing:
         return Check(name, False, f"{detail}; missing: {', '.join(missing)}", fix)
+    problem = program_problem(args[0]) if args else None
+    if problem:
+        return Check(name, False, f"{detail}, but {problem}: the service never starts",
+                     "install loop-verify where its path has no quote or backslash; then " + fix)
     if tmr.get("OnCalendar") != on_calendar(config):
         return Check(name, False, f"{detail}, but OnCalendar={tmr.get('OnCalendar')} does not "
                      f"match the configuration ({on_calendar(config)})", fix)
