@@ -31,6 +31,7 @@ from jobs.schedule.units import (
     local_machine_zone,
     next_fire_time,
     on_calendar,
+    program_problem,
     systemd_unquote,
     unit_settings,
 )
@@ -76,6 +77,33 @@ def _missing(paths: Mapping[str, Path | None]) -> list[str]:
             for what, path in paths.items() if path is None or not path.exists()]
 
 
+def _interpreter_missing(program: Path | None) -> list[str]:
+    """The interpreter of an existing `program` when its `#!` names an absolute path that is
+    gone (a venv rebuilt, a Python upgraded away): the script is there but can never start.
+
+    pip writes `#!PYTHON`, or for a PYTHON whose path has a space (the kernel splits `#!` at
+    one) `#!/bin/sh` and then a line `'''exec' "PYTHON" "$0" "$@"`.
+    """
+    if program is None or not program.is_file():
+        return []
+    try:
+        with open(program, "rb") as fh:
+            first, second = fh.readline(4096), fh.readline(4096)
+    except OSError:
+        return []
+    if not first.startswith(b"#!"):
+        return []
+    words = first[2:].decode("utf-8", "surrogateescape").split()
+    if words == ["/bin/sh"] and second.startswith(b"'''exec' "):
+        try:
+            words = shlex.split(second.decode("utf-8", "surrogateescape"))[1:]
+        except ValueError:
+            return []
+    if not words or not os.path.isabs(words[0]) or os.path.exists(words[0]):
+        return []
+    return [f"the interpreter {words[0]} of program {program}"]
+
+
 def _fmt(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%d %H:%M %Z").strip()
 
@@ -101,8 +129,9 @@ def launchagent_check(config: Config, *, now: datetime | None = None) -> Check |
     config_arg = Path(args[args.index("--config") + 1]) if "--config" in args[:-1] else None
     log_dir = Path(str(plist.get("StandardOutPath", ""))).parent \
         if plist.get("StandardOutPath") else None
-    missing = _missing({"program": Path(args[0]) if args else None, "config": config_arg,
-                        "log directory": log_dir})
+    program = Path(args[0]) if args else None
+    missing = _missing({"program": program, "config": config_arg, "log directory": log_dir})
+    missing += _interpreter_missing(program)
     env = plist.get("EnvironmentVariables")
     path_env = env.get("PATH") if isinstance(env, dict) else None
     missing += [f"{tool} on its PATH" for tool in tools_not_on(
@@ -217,12 +246,18 @@ def systemd_check(config: Config, *, now: datetime | None = None,
     else:
         when = f"next run {_fmt(reported.astimezone(config.timezone))}"
     config_arg = Path(args[args.index("--config") + 1]) if "--config" in args[:-1] else None
-    missing = _missing({"program": Path(args[0]) if args else None, "config": config_arg,
+    program = Path(args[0]) if args else None
+    missing = _missing({"program": program, "config": config_arg,
                         "log directory": config.log_file.parent})
+    missing += _interpreter_missing(program)
     missing += [f"{tool} on its PATH" for tool in tools_not_on(_unit_path_env(svc))]
     detail = f"{timer}: {when}"
     if missing:
         return Check(name, False, f"{detail}; missing: {', '.join(missing)}", fix)
+    problem = program_problem(args[0]) if args else None
+    if problem:
+        return Check(name, False, f"{detail}, but {problem}: the service never starts",
+                     "install loop-verify where its path has no quote or backslash; then " + fix)
     if tmr.get("OnCalendar") != on_calendar(config):
         return Check(name, False, f"{detail}, but OnCalendar={tmr.get('OnCalendar')} does not "
                      f"match the configuration ({on_calendar(config)})", fix)

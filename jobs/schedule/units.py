@@ -170,9 +170,36 @@ def systemd_quote(arg: str) -> str:
     return f'"{escaped}"'
 
 
+# systemd's string_is_safe(): an ExecStart program holding one of these is refused ("Executable
+# name contains special characters") however it is quoted, and the unit is not loaded.
+_UNSAFE_PROGRAM = re.compile("[\"'\\\\]")
+
+
+def program_problem(program: str) -> str | None:
+    """Why systemd would not start `program` from ExecStart, or None."""
+    if _UNSAFE_PROGRAM.search(program):
+        return (f"systemd refuses to start a program whose path holds a quote or a backslash "
+                f"({program})")
+    return None
+
+
+def systemd_program(program: str) -> str:
+    """ExecStart's program, quoted: specifiers are expanded in it (so `%` is doubled) but
+    variables never are, so a `$` is written as it is."""
+    one_line(program, "the program")
+    problem = program_problem(program)
+    if problem:
+        raise LoopError(f"cannot install the systemd service: {problem}; install loop-verify "
+                        "where its path has neither (or use `loop-verify serve`)")
+    return '"' + program.replace("%", "%%") + '"'
+
+
 def systemd_unquote(text: str) -> list[str]:
-    """Split an ExecStart line written by `systemd_quote` back into arguments."""
-    return [a.replace("%%", "%").replace("$$", "$") for a in shlex.split(text)]
+    """Split an ExecStart line written by `systemd_program` and `systemd_quote` back into the
+    program and its arguments."""
+    words = shlex.split(text)
+    return [w.replace("%%", "%") if i == 0 else w.replace("%%", "%").replace("$$", "$")
+            for i, w in enumerate(words)]
 
 
 def _systemd_env(name: str, value: str) -> str:
@@ -186,9 +213,9 @@ def systemd_units(config: Config, target: Target, *,
                   templates: Path | None = None) -> dict[str, str]:
     """The user service and timer, file name → text, from the templates."""
     base = templates or templates_dir()
-    exec_start = " ".join(systemd_quote(a) for a in
-                          (str(target.program), "run", "--trigger", "systemd", "--config",
-                          str(target.config)))
+    exec_start = " ".join([systemd_program(str(target.program)),
+                           *(systemd_quote(a) for a in
+                             ("run", "--trigger", "systemd", "--config", str(target.config)))])
     values = {
         "WORKING_DIRECTORY": one_line(str(target.working_dir),
                                       "the working directory").replace("%", "%%"),

@@ -301,6 +301,41 @@ def test_scheduler_checks_report_the_launchagent(home: Path, tmp_path: Path,
     assert not check.ok and "cannot be read" in check.detail
 
 
+@pytest.mark.parametrize("venv_name", ["old-venv", "old venv"])
+def test_scheduler_checks_fail_a_program_whose_python_is_gone(home: Path, tmp_path: Path,
+                                                               venv_name: str) -> None:
+    # A venv rebuilt or a Python upgraded away (`brew upgrade`, a removed pyenv version) leaves
+    # the `loop-verify` script in place, its `#!` naming an interpreter that no longer exists:
+    # every scheduled run fails "bad interpreter", and doctor said ok because the script exists.
+    venv = tmp_path / venv_name / "bin"
+    venv.mkdir(parents=True)
+    python = venv / "python"
+    python.symlink_to(sys.executable)
+    program = venv / "loop-verify"
+    # What pip writes: the kernel splits `#!` at a space, so such a path goes through /bin/sh.
+    launcher = (f"#!{python}\n" if " " not in str(python)
+                else f"#!/bin/sh\n'''exec' \"{python}\" \"$0\" \"$@\"\n' '''\n")
+    program.write_text(f"{launcher}import sys\nfrom jobs.main import entry\n"
+                       "sys.exit(entry())\n", encoding="utf-8")
+    program.chmod(0o755)
+    config = make_config(tmp_path, "07:30", None)
+    config.log_file.parent.mkdir(parents=True, exist_ok=True)
+    _install_units(config, program, home)
+    path = launchagent_path()
+    path.parent.mkdir(parents=True)
+    path.write_bytes(render_plist(launchagent_plist(config, install_target(config,
+                                                                          program=program))))
+    now = datetime(2026, 11, 30, 2, 0, tzinfo=UTC)
+    checks = installed_check(config, now=now)
+    assert [c.name for c in checks] == ["scheduler: LaunchAgent", "scheduler: systemd timer"]
+    assert all(c.ok for c in checks), checks
+
+    python.unlink()
+    for check in installed_check(config, now=now):
+        assert not check.ok, check
+        assert f"missing: the interpreter {python} of program {program}" in check.detail, check
+
+
 def test_scheduler_checks_report_a_running_serve(home: Path, tmp_path: Path) -> None:
     config = make_config(tmp_path, "07:30", None)
     with serve_lock(config.state_dir):

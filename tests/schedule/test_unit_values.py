@@ -19,6 +19,7 @@ from project import ROOT
 from scheduler_helpers import config_file
 
 from jobs.config.load import load_config
+from jobs.core.errors import LoopError
 from jobs.main import main
 from jobs.schedule.install import (
     install_launchagent,
@@ -162,3 +163,78 @@ def test_a_scheduled_path_without_just_is_warned_at_install_and_failed_by_doctor
     assert install_systemd(config, target=good) == 0
     assert "finds no" not in capsys.readouterr().err
     assert all(c.ok for c in scheduler_checks(config)), scheduler_checks(config)
+
+
+def _program_in(folder: Path) -> Path:
+    """The installed loop-verify, linked from `folder` (a venv or pipx home with an odd name)."""
+    folder.mkdir(parents=True)
+    link = folder / "loop-verify"
+    link.symlink_to(Path(sysconfig.get_path("scripts")) / "loop-verify")
+    return link
+
+
+def _scheduling_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "no-runtime"))
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    (tmp_path / "log").mkdir()
+    return tmp_path / "xdg-config" / "systemd" / "user"
+
+
+def test_a_program_path_with_a_dollar_is_the_path_systemd_starts(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # systemd substitutes variables in ExecStart's arguments, never in the program's path: a
+    # `$` doubled there stayed doubled, so a loop-verify installed under `my $tools` was started
+    # as `my $$tools/…` and every scheduled run failed — while doctor, which undoubled it, said ok.
+    units = _scheduling_home(tmp_path, monkeypatch)
+    program = _program_in(tmp_path / "my $tools 5%" / "bin")
+    config = load_config(config_file(tmp_path, tmp_path / "state"))
+    assert install_systemd(config, target=install_target(config, program=program)) == 0
+    service = units / "loop-verify.service"
+    if SYSTEMD_ANALYZE is None:
+        system.missing("systemd-analyze", system.install_command("systemd"))
+    done = subprocess.run([SYSTEMD_ANALYZE, "verify", str(service)],
+                          capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    [timer_check] = [c for c in scheduler_checks(config) if c.name == "scheduler: systemd timer"]
+    assert timer_check.ok, timer_check
+
+    # A unit written with the `$` doubled starts a program that does not exist: doctor fails it.
+    text = service.read_text(encoding="utf-8")
+    service.write_text(text.replace("my $tools", "my $$tools"), encoding="utf-8")
+    [timer_check] = [c for c in scheduler_checks(config) if c.name == "scheduler: systemd timer"]
+    assert not timer_check.ok and "missing: program" in timer_check.detail, timer_check
+
+
+@pytest.mark.parametrize("odd", ["Bob's tools", 'the "tools"', "back\\slash"])
+def test_a_program_path_systemd_refuses_to_start_is_refused_at_install_and_by_doctor(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        odd: str) -> None:
+    # systemd refuses an ExecStart program whose path holds a quote or a backslash ("Executable
+    # name contains special characters", the unit is not loaded), however it is quoted; install
+    # wrote such a unit and doctor said ok, so the timer never ran.
+    units = _scheduling_home(tmp_path, monkeypatch)
+    program = _program_in(tmp_path / odd / "bin")
+    config = load_config(config_file(tmp_path, tmp_path / "state"))
+    target = install_target(config, program=program)
+    for print_only in (False, True):
+        with pytest.raises(LoopError) as caught:
+            install_systemd(config, target=target, print_only=print_only)
+        assert caught.value.exit_code == 2
+        assert str(program) in str(caught.value) and "systemd" in str(caught.value)
+        assert not units.exists()
+    assert capsys.readouterr().out == ""
+
+    # A unit already written so (by an earlier version) is failed by doctor.
+    good = _program_in(tmp_path / "plain" / "bin")
+    assert install_systemd(config, target=install_target(config, program=good)) == 0
+    service = units / "loop-verify.service"
+    text = service.read_text(encoding="utf-8")
+    quoted = str(program).replace("\\", "\\\\").replace('"', '\\"')
+    service.write_text(text.replace(str(good), quoted), encoding="utf-8")
+    [timer_check] = [c for c in scheduler_checks(config) if c.name == "scheduler: systemd timer"]
+    assert not timer_check.ok and "systemd" in timer_check.detail, timer_check
