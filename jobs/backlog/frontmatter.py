@@ -16,8 +16,11 @@ from typing import Any
 
 from jobs.backlog.frontmatter_fast import fast_frontmatter
 
-# Frontmatter as the CLI finds it (optional BOM; the closing fence must end its line).
-FRONTMATTER_RE = re.compile(r"^\ufeff?---\r?\n(.*?)\r?\n---(\r?\n|$)", re.DOTALL)
+# Frontmatter as the CLI finds it: an optional BOM, an opening `---` line (blanks may follow the
+# dashes), and the first line after it that starts with `---` closes it, whatever follows the
+# dashes (gray-matter looks for "\n---": `--- `, `---\t` and `----` close it too). Group 2 is the
+# rest of the closing line, group 3 its line ending.
+FRONTMATTER_RE = re.compile(r"^\ufeff?---[ \t]*\r?\n(.*?)\r?\n---([^\n]*?)(\r?\n|$)", re.DOTALL)
 
 
 class FrontmatterYAMLError(Exception):
@@ -155,23 +158,23 @@ def split_frontmatter(text: str) -> tuple[int, int, int] | None:
     5,000-file scan at a fraction of the cost.
     """
     start = 1 if text.startswith("\ufeff") else 0
-    if text.startswith("---\n", start):
-        start += 4
-    elif text.startswith("---\r\n", start):
-        start += 5
+    if not text.startswith("---", start):
+        return None
+    start += 3
+    while text.startswith((" ", "\t"), start):
+        start += 1
+    if text.startswith("\n", start):
+        start += 1
+    elif text.startswith("\r\n", start):
+        start += 2
     else:
         return None
-    pos = start
-    while True:
-        nl = text.find("\n---", pos)
-        if nl < 0:
-            return None
-        after = nl + 4
-        if after == len(text) or text.startswith("\n", after) or text.startswith("\r\n", after):
-            end = nl - 1 if nl > start and text[nl - 1] == "\r" else nl
-            body = after if after == len(text) else text.index("\n", after) + 1
-            return start, end, body
-        pos = nl + 1
+    nl = text.find("\n---", start)
+    if nl < 0:
+        return None
+    end = nl - 1 if nl > start and text[nl - 1] == "\r" else nl
+    eol = text.find("\n", nl + 4)
+    return start, end, len(text) if eol < 0 else eol + 1
 
 
 NULLS = frozenset({"", "~", "null", "Null", "NULL"})
