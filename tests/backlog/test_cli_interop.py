@@ -305,3 +305,31 @@ def test_the_fences_the_cli_reads_are_read_and_kept_by_an_edit(tmp_path: Path) -
         data = task.raw
         edited = remove_label(data, "verify:2026-01-01")
         assert edited == data.replace(b"[verify:2026-01-01, infra]", b"[infra]"), name
+
+
+# Before parsing, the CLI double-quotes every `assignee:`/`reporter:` value that does not start
+# with `[`, a quote or `-` (and each `@` item of a one-line list): text that is not valid YAML as
+# written is a name to it, and the task is read.
+ODD_PEOPLE = {
+    "a colon and a space": "reporter: Jane Doe: lead",
+    "a backquote": "assignee: `bob`",
+    "an alias": "reporter: *me",
+    "an indicator": "assignee: %ops",
+    "a comment after @": "assignee: [@ann, bob] # the pair",
+}
+
+
+def test_people_values_the_cli_quotes_leave_the_task_readable(tmp_path: Path) -> None:
+    files = {
+        f"tasks/task-{n} - P-{n}.md": (
+            f"---\nid: TASK-{n}\ntitle: P {n}\nstatus: Done\n{line}\n"
+            "labels: [verify:2026-01-01]\n---\n\nverify-cmd: just verify-a\n")
+        for n, line in enumerate(ODD_PEOPLE.values(), start=1)}
+    root = make_backlog(tmp_path, files)
+    listed = {str(t["id"]): t for t in _list_json(root)}
+    result = scan(root)
+    assert result.errors == ()
+    ours = {t.id: t for t in result.tasks}
+    for n, name in enumerate(ODD_PEOPLE, start=1):
+        cli, task = listed[f"TASK-{n}"], ours[f"TASK-{n}"]
+        assert (task.status, list(task.labels)) == (cli["status"], cli["labels"]), name
