@@ -111,9 +111,8 @@ def parse_doc(data: bytes) -> Doc:
     open_fence = split_lines(text[len(bom):open_end])[0]
     fm_end = m.end(1)
     fm = split_lines(text[open_end:fm_end] + sep)
-    close_start = fm_end + len(sep)
-    close_fence = Line("---", m.group(2))
-    return Doc(bom, open_fence, fm, close_fence, text[close_start + 3 + len(m.group(2)):])
+    close_fence = Line("---" + m.group(2), m.group(3))
+    return Doc(bom, open_fence, fm, close_fence, text[m.end():])
 
 
 def frontmatter_of(data: bytes) -> dict[str, Any]:

@@ -16,8 +16,11 @@ from typing import Any
 
 from jobs.backlog.frontmatter_fast import fast_frontmatter
 
-# Frontmatter as the CLI finds it (optional BOM; the closing fence must end its line).
-FRONTMATTER_RE = re.compile(r"^\ufeff?---\r?\n(.*?)\r?\n---(\r?\n|$)", re.DOTALL)
+# Frontmatter as the CLI finds it: an optional BOM, an opening `---` line (blanks may follow the
+# dashes), and the first line after it that starts with `---` closes it, whatever follows the
+# dashes (gray-matter looks for "\n---": `--- `, `---\t` and `----` close it too). Group 2 is the
+# rest of the closing line, group 3 its line ending.
+FRONTMATTER_RE = re.compile(r"^\ufeff?---[ \t]*\r?\n(.*?)\r?\n---([^\n]*?)(\r?\n|$)", re.DOTALL)
 
 
 class FrontmatterYAMLError(Exception):
@@ -65,9 +68,12 @@ def _loader() -> Any:
     return _loader_class
 
 
-# Compiled on first use (re's own cache keeps them): only a frontmatter with an `@` needs them.
-_AT_SCALAR_RE = r"^((?:assignee|reporter)[ \t]*:[ \t]*)(@[^\r\n]*?)([ \t]*\r?)$"
-_AT_FLOW_RE = r"^((?:assignee|reporter)[ \t]*:[ \t]*\[)(.*)(\][ \t]*\r?)$"
+# The CLI's own pre-pass (src/markdown/parser.ts, preprocessFrontmatter): each line that sets
+# `assignee:` or `reporter:` (at any indentation, no blank before the colon) gets its value, once
+# trimmed, double-quoted unless it starts with `[`, a quote or `-`; a one-line flow list
+# `[...]` (a comment may follow) gets its `@` items quoted. Compiled on first use (re's cache).
+_PEOPLE_RE = r"^(\s*(?:assignee|reporter):\s*)([^\r\n\u2028\u2029]*)$"
+_PEOPLE_FLOW_RE = r"^\[(.*)\]\s*(#.*)?$"
 _AT_ITEM_RE = r"^([ \t]*-[ \t]+)(@[^\r\n]*?)([ \t]*\r?)$"
 
 
@@ -75,32 +81,54 @@ def _dq(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def _js_trim(value: str) -> str:
+    # JavaScript's String.prototype.trim: Unicode blanks, line ends and the BOM
+    return value.strip(" \t\n\v\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
+                       "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff")
+
+
+def _people_line(line: str) -> str | None:
+    """The line as the CLI's pre-pass rewrites it, or None when it leaves it alone."""
+    m = re.match(_PEOPLE_RE, line)
+    if m is None:
+        return None
+    prefix, value = m.group(1), _js_trim(m.group(2))
+    flow = re.match(_PEOPLE_FLOW_RE, value)
+    if flow is not None:
+        items = [_js_trim(i) for i in flow.group(1).split(",")]
+        items = [_dq(i) if i.startswith("@") else i for i in items if i]
+        return f"{prefix}[{', '.join(items)}]" + (f" {flow.group(2)}" if flow.group(2) else "")
+    if value and value[0] not in "['\"-" and value[0] not in "|>":
+        # (a block scalar's indicator is left to YAML, as the fast reader reads it)
+        return prefix + _dq(value)
+    return None
+
+
 def prequote_at_values(fm: str) -> str:
-    """Quote bare `@alice` values of assignee/reporter, which YAML forbids but the CLI accepts.
+    """The frontmatter as the CLI hands it to YAML: `assignee:`/`reporter:` values quoted as its
+    pre-pass quotes them (so `reporter: Jane: lead` or `assignee: @alice` reads as a name), and
+    bare `- @alice` items under those keys quoted too.
 
     Works line by line so YAML error line numbers still point at the file.
     """
-    if "@" not in fm:
+    if "assignee" not in fm and "reporter" not in fm:
         return fm
     out: list[str] = []
     in_people = False
     for line in fm.split("\n"):
+        cr = "\r" if line.endswith("\r") else ""
+        if cr:
+            line = line[:-1]
         if line and not line[0].isspace() and not line.startswith("-"):
             in_people = bool(re.match(r"(assignee|reporter)[ \t]*:", line))
-        m = re.match(_AT_SCALAR_RE, line)
-        if m:
-            line = m.group(1) + _dq(m.group(2)) + m.group(3)
-        else:
-            m = re.match(_AT_FLOW_RE, line)
-            if m and "@" in m.group(2):
-                items = [i.strip() for i in m.group(2).split(",")]
-                items = [_dq(i) if i.startswith("@") else i for i in items]
-                line = m.group(1) + ", ".join(items) + m.group(3)
-            elif in_people:
-                m = re.match(_AT_ITEM_RE, line)
-                if m:
-                    line = m.group(1) + _dq(m.group(2)) + m.group(3)
-        out.append(line)
+        quoted = _people_line(line)
+        if quoted is not None:
+            line = quoted
+        elif in_people:
+            m = re.match(_AT_ITEM_RE, line)
+            if m:
+                line = m.group(1) + _dq(m.group(2)) + m.group(3)
+        out.append(line + cr)
     return "\n".join(out)
 
 
@@ -155,23 +183,23 @@ def split_frontmatter(text: str) -> tuple[int, int, int] | None:
     5,000-file scan at a fraction of the cost.
     """
     start = 1 if text.startswith("\ufeff") else 0
-    if text.startswith("---\n", start):
-        start += 4
-    elif text.startswith("---\r\n", start):
-        start += 5
+    if not text.startswith("---", start):
+        return None
+    start += 3
+    while text.startswith((" ", "\t"), start):
+        start += 1
+    if text.startswith("\n", start):
+        start += 1
+    elif text.startswith("\r\n", start):
+        start += 2
     else:
         return None
-    pos = start
-    while True:
-        nl = text.find("\n---", pos)
-        if nl < 0:
-            return None
-        after = nl + 4
-        if after == len(text) or text.startswith("\n", after) or text.startswith("\r\n", after):
-            end = nl - 1 if nl > start and text[nl - 1] == "\r" else nl
-            body = after if after == len(text) else text.index("\n", after) + 1
-            return start, end, body
-        pos = nl + 1
+    nl = text.find("\n---", start)
+    if nl < 0:
+        return None
+    end = nl - 1 if nl > start and text[nl - 1] == "\r" else nl
+    eol = text.find("\n", nl + 4)
+    return start, end, len(text) if eol < 0 else eol + 1
 
 
 NULLS = frozenset({"", "~", "null", "Null", "NULL"})

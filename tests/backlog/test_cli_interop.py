@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from backlog_helpers import backlog_cli, git, run_cli
+from backlog_helpers import backlog_cli, git, make_backlog, run_cli
 
 from jobs.backlog.edit import add_label, append_notes, remove_label, set_status, set_updated_date
 from jobs.backlog.scan import (
@@ -269,3 +269,67 @@ def test_completed_task_and_notes_from_view(repo: Repo, tmp_path: Path) -> None:
     detail = json.loads(run_cli(root, ["task", "view", task_id, "--json"]).stdout)
     task = detail.get("task", detail)
     assert task["implementationNotes"] == "verify-cmd: just verify-disk"
+
+
+# Fences the CLI reads although they are not a bare `---` line: js-yaml's front matter ends at the
+# first line that starts with `---` (gray-matter looks for "\n---"), and an opening line may carry
+# trailing blanks. Each of these is a Done task with a verify label to the CLI.
+ODD_FENCES = {
+    "trailing space on the closing line": "---\n{fm}--- \n{body}",
+    "trailing tab on the closing line": "---\n{fm}---\t\n{body}",
+    "trailing space on the opening line": "--- \n{fm}---\n{body}",
+    "four dashes closing": "---\n{fm}----\n{body}",
+    "CRLF, trailing space on the closing line": "---\r\n{fm_crlf}--- \r\n{body}",
+    "BOM, trailing space on the closing line": "\ufeff---\n{fm}--- \n{body}",
+}
+
+
+def test_the_fences_the_cli_reads_are_read_and_kept_by_an_edit(tmp_path: Path) -> None:
+    fm = "id: TASK-{n}\ntitle: Fence {n}\nstatus: Done\nlabels: [verify:2026-01-01, infra]\n"
+    body = "\n## Implementation Notes\n\nverify-cmd: just verify-a\n"
+    files = {}
+    for n, shape in enumerate(ODD_FENCES.values(), start=1):
+        text = shape.format(fm=fm.format(n=n), fm_crlf=fm.format(n=n).replace("\n", "\r\n"),
+                            body=body)
+        files[f"tasks/task-{n} - Fence-{n}.md"] = text
+    root = make_backlog(tmp_path, files)
+    listed = {str(t["id"]): t for t in _list_json(root)}
+    result = scan(root)
+    assert result.errors == ()
+    ours = {t.id: t for t in result.tasks}
+    for n, name in enumerate(ODD_FENCES, start=1):
+        cli, task = listed[f"TASK-{n}"], ours[f"TASK-{n}"]
+        assert (task.status, list(task.labels)) == (cli["status"], cli["labels"]), name
+        assert task.verify_cmd_lines == ("verify-cmd: just verify-a",), name
+        # a pass edit changes the labels line alone; both fences stay as they were
+        data = task.raw
+        edited = remove_label(data, "verify:2026-01-01")
+        assert edited == data.replace(b"[verify:2026-01-01, infra]", b"[infra]"), name
+
+
+# Before parsing, the CLI double-quotes every `assignee:`/`reporter:` value that does not start
+# with `[`, a quote or `-` (and each `@` item of a one-line list): text that is not valid YAML as
+# written is a name to it, and the task is read.
+ODD_PEOPLE = {
+    "a colon and a space": "reporter: Jane Doe: lead",
+    "a backquote": "assignee: `bob`",
+    "an alias": "reporter: *me",
+    "an indicator": "assignee: %ops",
+    "a comment after @": "assignee: [@ann, bob] # the pair",
+}
+
+
+def test_people_values_the_cli_quotes_leave_the_task_readable(tmp_path: Path) -> None:
+    files = {
+        f"tasks/task-{n} - P-{n}.md": (
+            f"---\nid: TASK-{n}\ntitle: P {n}\nstatus: Done\n{line}\n"
+            "labels: [verify:2026-01-01]\n---\n\nverify-cmd: just verify-a\n")
+        for n, line in enumerate(ODD_PEOPLE.values(), start=1)}
+    root = make_backlog(tmp_path, files)
+    listed = {str(t["id"]): t for t in _list_json(root)}
+    result = scan(root)
+    assert result.errors == ()
+    ours = {t.id: t for t in result.tasks}
+    for n, name in enumerate(ODD_PEOPLE, start=1):
+        cli, task = listed[f"TASK-{n}"], ours[f"TASK-{n}"]
+        assert (task.status, list(task.labels)) == (cli["status"], cli["labels"]), name
