@@ -71,6 +71,11 @@ class BranchJudge(ReleaseJudge):
                              f"not a fast-forward of {short(change.before)}: history rewritten"
                              + (" (even though the push log holds it)" if logged else "")
                              + f"; {summary}")
+        if change.before is not None and hist.fast_forward is None:
+            # Rule 5: a fast-forward that could not be checked is no fast-forward.
+            return self._add(remote, change.ref, kind, change.before, change.after, UNVERIFIED,
+                             f"could not check that it was a fast-forward of "
+                             f"{short(change.before)}; {summary}")
         verdict, midrun = self._midrun(change.ref, hist, entries)
         if verdict is not None:
             verdicts.append(verdict)

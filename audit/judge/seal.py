@@ -23,6 +23,7 @@ from audit.model import (
     Arm,
     Finding,
     Seals,
+    sort_findings,
 )
 
 BEFORE_NAME = "audit-before.json"
@@ -187,16 +188,22 @@ def transport_findings(run_dir: str, chain: Iterable[Arm],
 
 def downgrade_unsealed(loose: Sequence[Finding], strict: Sequence[Finding]) -> list[Finding]:
     """`loose` judged with every push-log line, `strict` without the lines the hook wrote
-    unsealed: a finding that passes only thanks to those lines is UNVERIFIED."""
+    unsealed: a finding that passes only thanks to those lines is UNVERIFIED. So is a failing
+    finding of `strict` that `loose` does not hold at all: a step those lines alone cover (with
+    them it makes no finding), or a commit only they cover, inside a run of logged commits
+    reported as one finding of its newest."""
     def key(f: Finding) -> tuple[str, str, str, str, str | None, str | None, str | None]:
         return (f.repo, f.remote, f.ref, f.kind, f.commit, f.before, f.after)
 
+    unsealed = ("; but only a push-log line written while the ledger could not be reached "
+                "(`\"sealed\": false`) covers it")
     failing_without = {key(f) for f in strict if f.verdict in FAILING}
     out: list[Finding] = []
     for f in loose:
         if f.verdict in PASSING and key(f) in failing_without:
-            f = replace(f, verdict=UNVERIFIED, evidence=None,
-                        reason=f"{f.reason}; but only a push-log line written while the ledger "
-                        "could not be reached (`\"sealed\": false`) covers it")
+            f = replace(f, verdict=UNVERIFIED, evidence=None, reason=f.reason + unsealed)
         out.append(f)
-    return out
+    judged = {key(f) for f in loose}
+    out.extend(replace(f, verdict=UNVERIFIED, evidence=None, reason=f.reason + unsealed)
+               for f in strict if f.verdict in FAILING and key(f) not in judged)
+    return sort_findings(out)

@@ -145,3 +145,13 @@ def test_a_logged_pushs_commits_are_one_finding_per_push() -> None:
     assert runs[0][3].startswith("2 commits in logged push") and "line 2" in runs[0][3]
     branch = next(f for f in findings if f.kind == "branch-moved")
     assert "4 commits: 4 PUSH_LOGGED" in branch.reason  # every commit still counted
+
+
+def test_a_moved_branch_whose_ancestry_is_unknown_is_unverified_not_a_fast_forward() -> None:
+    # History that does not say whether the old tip is an ancestor of the new one (rule 5: a
+    # fast-forward that could not be checked) must not read as a fast-forward, however well
+    # its commits would pass.
+    findings = moved_main([c(X, B, ("backlog/t.md",))], B, X, fast_forward=None)
+    branch = next(f for f in findings if f.kind == "branch-moved")
+    assert branch.verdict == UNVERIFIED
+    assert "fast-forward" in branch.reason and "could not" in branch.reason

@@ -230,3 +230,37 @@ def test_what_only_an_unsealed_line_covers_is_unverified() -> None:
               finding("commit", "BACKLOG_ONLY", C)]
     assert [f.verdict for f in downgrade_unsealed(loose, strict)] == [
         "UNVERIFIED", "UNVERIFIED", "BACKLOG_ONLY"]
+
+
+def test_a_hidden_step_only_an_unsealed_line_covers_is_unverified() -> None:
+    # topic moved to B and back, the run's unsealed lines covering both steps: the judgement
+    # with every line finds nothing, the one without them two hidden steps. What only an
+    # unsealed line covers must not pass as "no remote changes".
+    topic = "refs/heads/topic"
+    steps = journal(step(topic, A, B), step(topic, B, A))
+    unsealed = (PushEntry(REPO, "origin", topic, A, B, ARM_TIME, "hook", 1, sealed=False),
+                PushEntry(REPO, "origin", topic, B, A, ARM_TIME, "hook", 2, sealed=False))
+    before, after = snap({MAIN: A, topic: A}), snap({MAIN: A, topic: A}, steps)
+    loose, _ = judge_steps(before, after, {REPO: unsealed})
+    strict, _ = judge_steps(before, after, {REPO: ()})
+    assert loose == [] and len(strict) == 2
+    got = downgrade_unsealed(loose, strict)
+    assert [(f.kind, f.verdict) for f in got] == [("step-hidden", "UNVERIFIED")] * 2
+    assert all("sealed" in f.reason for f in got)
+
+
+def test_a_commit_only_an_unsealed_line_covers_is_unverified_inside_a_logged_run() -> None:
+    # Lines 1 (unsealed, A..C) and 2 (sealed, B..C): with both, B and C are one run of line 1's
+    # (reported by its newest, C); without line 1, B is a push the log never saw.
+    def commit(sha: str, verdict: str) -> Finding:
+        return Finding(REPO, "origin", MAIN, "commit", A, C, sha, verdict, "why")
+
+    run = commit(C, "PUSH_LOGGED")
+    run.count, run.first, run.last = 2, B, C
+    branch = Finding(REPO, "origin", MAIN, "branch-moved", A, C, None, "PUSH_LOGGED", "why")
+    strict_branch = Finding(REPO, "origin", MAIN, "branch-moved", A, C, None, "UNGRANTED", "w")
+    got = downgrade_unsealed([branch, run],
+                             [strict_branch, commit(C, "PUSH_LOGGED"), commit(B, "UNGRANTED")])
+    assert {(f.kind, f.commit, f.verdict) for f in got} == {
+        ("branch-moved", None, "UNVERIFIED"), ("commit", C, "PUSH_LOGGED"),
+        ("commit", B, "UNVERIFIED")}
