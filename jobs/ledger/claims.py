@@ -6,8 +6,9 @@ the task file's git blob id in the checked-out commit: a task set Done again aft
 new file, so new work. The claim is a row whose primary key is that name, so two machines
 inserting it at once cannot both succeed, on SQLite as on PostgreSQL. A claim is live until it
 expires (the repository's timeout plus grace: its holder died) or is finished (the verdict reached
-the task: nobody runs it again, unless the clone's history already holds that verdict's commit) or
-released (the recipe never judged the task: anyone may try again).
+the task, or is kept to be committed by its machine after a refused commit: nobody runs it again,
+unless the clone's history already holds that verdict's commit) or released (the recipe never
+judged the task, or a kept verdict was dropped: anyone may try again).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 
 from jobs.core.logs import get_logger
 from jobs.core.text import first_line
-from jobs.ledger.model import Attempt, EditState, iso_utc, naive_utc
+from jobs.ledger.model import WRITTEN, Attempt, EditState, iso_utc, naive_utc
 from jobs.ledger.store import Ledger, attempts, claims
 
 log = get_logger("loop-jobs.claims")
@@ -253,10 +254,19 @@ def apply_spooled(ledger: Ledger, payload: dict[str, Any]) -> None:
     ledger.execute("spool", lambda conn: _apply(conn, payload))
 
 
+def judged(result: Attempt | None) -> bool:
+    """Whether `result` is a verdict nobody runs the recipe for again: committed, or kept after
+    its commit was refused (its machine commits it later without running the recipe again)."""
+    return result is not None and (
+        result.edit_state == EditState.COMMITTED
+        or (result.edit_state == EditState.RESTORED and result.verdict in WRITTEN))
+
+
 def settlement(claim: Claim, result: Attempt | None) -> dict[str, Any]:
-    """What settles the claim after `result`: finished when its verdict reached the task (nobody
-    verifies this key again), else released (the task was not judged: any machine may try)."""
-    if result is not None and result.edit_state == EditState.COMMITTED:
+    """What settles the claim after `result`: finished when it judged the task, its verdict
+    committed or kept (nobody verifies this key again), else released (the task was not judged:
+    any machine may try)."""
+    if result is not None and judged(result):
         return {"op": "finish", "key": claim.key, "run_id": claim.run_id,
                 "verdict": result.verdict, "at": iso_utc(datetime.now(UTC))}
     return {"op": "release", "key": claim.key, "run_id": claim.run_id}

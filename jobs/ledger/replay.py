@@ -9,19 +9,34 @@ from __future__ import annotations
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from jobs.core.fs import exclusive_lock
 from jobs.core.logs import get_logger
 from jobs.core.text import first_line
 from jobs.ledger import claims, runs
 from jobs.ledger.model import Attempt
 from jobs.ledger.store import Ledger
 
+FLUSH_LOCK = ".flush.lock"
+
 log = get_logger("loop-jobs.ledger")
 
 
 def flush_spool(ledger: Ledger) -> int:
     """Write what earlier runs spooled; returns how many entries reached the ledger."""
-    if ledger.spool is None:
+    if ledger.spool is None or not ledger.spool.directory.is_dir():
         return 0
+    # One flush at a time per spool: two runs of this machine starting together would otherwise
+    # replay one entry twice (an older state of an attempt written over a newer one) and find
+    # the entries the other removed gone.
+    with exclusive_lock(ledger.spool.directory / FLUSH_LOCK, wait=True):
+        written = _flush(ledger)
+    if written:
+        log.info("ledger.spool_flushed", ledger=ledger.shown_url, entries=written)
+    return written
+
+
+def _flush(ledger: Ledger) -> int:
+    assert ledger.spool is not None
     written = 0
     for path, kind, payload in ledger.spool.entries():
         try:
@@ -37,6 +52,4 @@ def flush_spool(ledger: Ledger) -> int:
             break
         ledger.spool.remove(path)
         written += 1
-    if written:
-        log.info("ledger.spool_flushed", ledger=ledger.shown_url, entries=written)
     return written

@@ -145,11 +145,14 @@ class KeptResult:
     repo_error: str | None = None                     # a commit hook changed the work tree
 
 
-def commit_kept(ctx: RepoContext, rows: list[Attempt], finish: Finish) -> KeptResult:
+def commit_kept(ctx: RepoContext, rows: list[Attempt], finish: Finish,
+                settled: Finish) -> KeptResult:
     """Commit verdicts whose commit an earlier run saw refused, onto the bytes they came from.
 
     Called on a clean tree that can take a commit. A verdict refused again is this run's `error`
-    for its task, whose recipe is not run again; one whose task changed is dropped.
+    for its task, whose recipe is not run again; one whose task changed is dropped. `settled` is
+    told of each kept verdict committed or dropped (the claim it held is finished or released:
+    a dropped one no longer keeps the task from any machine).
     """
     assert ctx.ledger is not None
     out = KeptResult()
@@ -166,6 +169,7 @@ def commit_kept(ctx: RepoContext, rows: list[Attempt], finish: Finish) -> KeptRe
             kept.drop(state_dir, row.after_sha256)
             log.info("verify.kept_dropped", repo=str(root), task=row.task_id,
                      reason=decision.reason)
+            settled(row)
             continue
         before = source.read_bytes()
         # Pending again while written and uncommitted: a run killed now leaves what the
@@ -194,6 +198,7 @@ def commit_kept(ctx: RepoContext, rows: list[Attempt], finish: Finish) -> KeptRe
                      how="committed a verdict whose commit was refused", commit=done.sha)
             report_recovered(row, f"verdict of run {row.run_id}, whose commit was refused, "
                              "committed by this one", finish)
+            settled(row)
         else:
             if done.undone:
                 # Undone: the hook, not the refusal, is the problem now; the task is run afresh.
@@ -202,6 +207,8 @@ def commit_kept(ctx: RepoContext, rows: list[Attempt], finish: Finish) -> KeptRe
             else:
                 row.edit_state = EditState.RESTORED
             ctx.ledger.update(row)
+            if done.undone:
+                settled(row)
             why = (f"its commit {done.why_undone()}: commit undone" if done.undone
                    else str(done.refused))
             again = ctx.attempt(Verdict.ERROR, reason=(

@@ -193,7 +193,7 @@ class RepoRun:
             self.given_up(in_natural_order(due))
             return
         if kept_rows:
-            done = commit_kept(self.ctx, kept_rows, self.finish)
+            done = commit_kept(self.ctx, kept_rows, self.finish, self.settle_recovered)
             due = [c for c in due if str(c.task.path.relative_to(self.root)) not in done.settled]
             if done.repo_error is not None:
                 self.repo_error(done.repo_error, due)
@@ -269,7 +269,8 @@ class RepoRun:
         return self.claims.recovered(p) if self.claims else None
 
     def settle_recovered(self, p: Attempt) -> None:
-        """Settle the claim of the run whose pending edit this run recovered."""
+        """Settle the claim of the run whose pending edit or kept verdict this run committed
+        or dropped."""
         self.settle(self.dead_runs_claim(p), p)
 
     def repo_error(self, reason: str, rest: list[eligibility.Classified]) -> None:

@@ -21,7 +21,15 @@ import psycopg
 import pytest
 import yaml
 from pg_helpers import PgServer, free_port
-from verify_helpers import VerifyRepo, git, kill_marked, make_verify_repo, start_verify, wait_for
+from verify_helpers import (
+    VerifyRepo,
+    git,
+    hook,
+    kill_marked,
+    make_verify_repo,
+    start_verify,
+    wait_for,
+)
 
 from jobs.core.urls import normalise_remote
 from jobs.ledger import claims
@@ -432,3 +440,52 @@ def test_a_ledger_lost_mid_run_is_given_up_for_reads_and_writes(
         ledger.close()
     assert (first.exit_code, first.counts) == (3, {"pass": 1, "skipped": 2})
     assert first.ended_at is not None and second.exit_code == 0
+
+
+def test_a_verdict_kept_after_a_refused_commit_is_not_run_again_by_another_machine(
+        tmp_path: Path, ledger_url: str) -> None:
+    # Alpha's recipe ran and judged the task; its hook refused the verdict commit, so the verdict
+    # is kept for alpha's next run to commit without running the recipe again. Beta, sharing the
+    # ledger with the same task file, must not run that verification a second time.
+    alpha = make_verify_repo(tmp_path / "alpha", tasks=[1],
+                             extra_config={"machine": "alpha", "ledger": ledger_url})
+    beta = second_clone(alpha, tmp_path / "beta", "beta")
+    refusing = hook(alpha, "pre-commit", "echo 'not now' >&2\nexit 1\n")
+
+    kept = alpha.run("run", *TODAY)
+    assert kept.returncode == 3 and "commit failed" in kept.stdout, kept.stdout + kept.stderr
+
+    held = beta.run("run", *TODAY)
+    assert held.returncode == 0, held.stdout + held.stderr
+    assert re.match(r"skipped  app TASK-1  just verify-ok: verified by alpha at \S+Z \(pass\)",
+                    held.stdout.splitlines()[0]), held.stdout
+    assert verdict_commits(beta) == []
+
+    # Alpha's hook lets the kept verdict through: committed by alpha, never run again.
+    refusing.unlink()
+    done = alpha.run("run", *TODAY)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert verdict_commits(alpha) == ["TASK-1"]
+    assert [(a.machine, a.verdict) for a in rows(ledger_url)] == [
+        ("alpha", "pass"), ("beta", "skipped")]
+
+
+def test_a_kept_verdict_whose_commit_was_undone_frees_the_task_for_a_fresh_run(
+        tmp_path: Path, ledger_url: str) -> None:
+    # A kept verdict whose later commit a hook stuffed with another path is undone and dropped:
+    # the task is run afresh, so the claim the kept verdict held must not block it.
+    alpha = make_verify_repo(tmp_path / "alpha", tasks=[1],
+                             extra_config={"machine": "alpha", "ledger": ledger_url})
+    refusing = hook(alpha, "pre-commit", "exit 1\n")
+    assert alpha.run("run", *TODAY).returncode == 3
+    refusing.unlink()
+    hook(alpha, "pre-commit", "echo 2 > VERSION\ngit add VERSION\n")
+    undone = alpha.run("run", *TODAY)
+    assert "commit undone" in undone.stdout, undone.stdout + undone.stderr
+
+    (alpha.root / ".git" / "hooks" / "pre-commit").unlink()
+    (alpha.root / "VERSION").unlink(missing_ok=True)  # the hook's own file, left untracked
+    fresh = alpha.run("run", *TODAY)
+    assert fresh.returncode == 0, fresh.stdout + fresh.stderr
+    assert fresh.stdout.startswith("pass     app TASK-1  just verify-ok"), fresh.stdout
+    assert verdict_commits(alpha) == ["TASK-1"]
