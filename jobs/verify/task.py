@@ -151,7 +151,8 @@ def moved_since(ctx: RepoContext, head: str) -> str | None:
     """How the checkout differs from the clean one on `head` a recipe started in, or None."""
     after = git.work_tree_state(ctx.root)
     head_after = git.head_sha(ctx.root) if after.branch == ctx.repo.branch else None
-    return drift.drift_reason(after, ctx.repo.branch, head, head_after)
+    return drift.drift_reason(after, ctx.repo.branch, head, head_after,
+                              git.hidden_from_status(ctx.root))
 
 
 def output_path(ctx: RepoContext, task: eligibility.Classified) -> Path:
