@@ -177,3 +177,25 @@ def test_a_recipe_that_hides_its_change_from_git_status_is_drift(
                                                                 ("TASK-2", "skipped")], results
     assert "README.md" in results[0]["reason"]
     assert all(p.read_bytes() == b for p, b in before.items())
+
+
+def test_a_recipe_that_makes_git_status_ask_a_lying_fsmonitor_is_drift(tmp_path: Path) -> None:
+    # core.fsmonitor names a program `git status` asks what changed; the recipe installs one
+    # that always answers "nothing" (in .git/, where no status looks), then changes a file.
+    repo = make_verify_repo(tmp_path, justfile=(
+        "verify-lie:\n"
+        "    printf '#!/bin/sh\\nprintf \"tok\\\\0\"\\n' > .git/lie && chmod +x .git/lie\n"
+        "    git config core.fsmonitor \"$PWD/.git/lie\"\n"
+        "    git config core.fsmonitorHookVersion 2\n"
+        "    git update-index --fsmonitor && git status --porcelain\n"
+        "    echo LOCAL >> README.md\n\nverify-ok:\n    echo ok\n"))
+    first = repo.add_task(1, notes="verify-cmd: just verify-lie")
+    second = repo.add_task(2)
+    repo.commit_all()
+    before = {p: p.read_bytes() for p in (first, second)}
+    proc = repo.run("run", *TODAY, "--json")
+    results = json.loads(proc.stdout)["results"]
+    assert [(r["task_id"], r["verdict"]) for r in results] == [("TASK-1", "drift"),
+                                                                ("TASK-2", "skipped")], results
+    assert "README.md" in results[0]["reason"]
+    assert all(p.read_bytes() == b for p, b in before.items())
