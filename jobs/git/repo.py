@@ -44,8 +44,12 @@ def work_tree_state(root: Path) -> WorkTreeState:
     # counting it walks every commit the run made since the last push, once per task.
     # --ignore-submodules=none: `ignore = dirty` in .gitmodules (or diff.ignoreSubmodules) would
     # hide what a recipe changed inside a submodule.
+    # core.fsmonitor=false: a configured fsmonitor (a program a recipe can name in .git/config)
+    # tells git status what changed; one that answers "nothing" would hide every change, and a
+    # hook or daemon it starts is a process no recipe tree accounts for.
     out = _run(root, "status", "--porcelain=v2", "--branch", "--no-ahead-behind", "-z",
-               "--untracked-files=all", "--ignore-submodules=none")
+               "--untracked-files=all", "--ignore-submodules=none",
+               settings=("-c", "core.fsmonitor=false"))
     branch: str | None = None
     changes: list[str] = []
     records = out.split("\0")

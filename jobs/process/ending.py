@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import signal
+from collections.abc import Collection
 
 # A program's own crash is its failure; any other deadly signal came from outside the recipe.
 CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE,
@@ -25,11 +26,14 @@ _JUST_COULD_NOT_RUN = re.compile(
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def killed_from_outside(exit_code: int | None, tail: str, recipe: str) -> str | None:
+def killed_from_outside(exit_code: int | None, tail: str,
+                        recipes: Collection[str]) -> str | None:
     """Why a recipe that ended on its own really was killed by a signal we never sent, or None.
 
-    `just` itself killed shows as a negative exit code; a recipe line killed makes `just` say so
-    as its last word. A shell reporting its child's death as an exit code (137) is an exit code.
+    `just` itself killed shows as a negative exit code; a line of the recipe, or of a dependency
+    `just` ran for it, killed makes `just` say so as its last word, naming that recipe: one of
+    `recipes` (by bare name). A shell reporting its child's death as an exit code (137) is an
+    exit code, and so is a nested `just` naming a recipe of its own.
     """
     signum: int | None = None
     if exit_code is not None and exit_code < 0:
@@ -37,7 +41,7 @@ def killed_from_outside(exit_code: int | None, tail: str, recipe: str) -> str | 
     else:
         last = tail.rstrip("\n").rsplit("\n", 1)[-1]
         m = _JUST_SIGNALLED.match(last)
-        if m is not None and m.group("recipe") == recipe:
+        if m is not None and m.group("recipe") in recipes:
             signum = int(m.group("signal"))
     if signum is None or signum in CRASH_SIGNALS:
         return None

@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,21 @@ def recipe_env(env: Mapping[str, str] | None = None) -> dict[str, str]:
     return clean
 
 
+@dataclass(frozen=True)
+class Recipes:
+    """What one `just --dump` says: every name `just` would accept, and what each one runs."""
+
+    names: frozenset[str]
+    # Each name (a recipe's path, an alias) -> the recipes `just` runs for it (itself, its
+    # dependencies before and after it, theirs...), by the bare name `just` calls them in its
+    # error messages.
+    runs: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+    def running(self, name: str) -> frozenset[str]:
+        """The recipes `just <name>` runs, by bare name; at least `name`'s own."""
+        return self.runs.get(name, frozenset({name.rpartition("::")[2]}))
+
+
 def list_recipes(
     justfile: Path, root: Path, *, just: str = "just", timeout: float = 30
 ) -> frozenset[str]:
@@ -70,6 +86,13 @@ def list_recipes(
     Recipes of modules appear by their path (`sub::verify-x`); private recipes are included
     because `just` runs them when named.
     """
+    return read_recipes(justfile, root, just=just, timeout=timeout).names
+
+
+def read_recipes(
+    justfile: Path, root: Path, *, just: str = "just", timeout: float = 30
+) -> Recipes:
+    """`list_recipes`, with what each name runs, from the same one `--dump` call."""
     argv = [just, "--justfile", str(justfile), "--working-directory", str(root),
             "--dump", "--dump-format", "json"]
     try:
@@ -107,7 +130,7 @@ def list_recipes(
         raise RecipeError(f"`{just} --dump` printed something that is not JSON") from exc
     if not isinstance(dump, dict):
         raise RecipeError(f"`{just} --dump` printed an unexpected document")
-    return frozenset(_names(dump, ""))
+    return Recipes(frozenset(_names(dump, "")), _runs(dump))
 
 
 def _names(module: dict[str, Any], prefix: str) -> Iterable[str]:
@@ -120,6 +143,55 @@ def _names(module: dict[str, Any], prefix: str) -> Iterable[str]:
         for name, sub in modules.items():
             if isinstance(sub, dict):
                 yield from _names(sub, f"{prefix}{name}::")
+
+
+def _runs(dump: dict[str, Any]) -> dict[str, frozenset[str]]:
+    """Each recipe path and alias -> the bare names of every recipe `just` runs for it."""
+    deps: dict[str, list[tuple[str, str]]] = {}  # recipe path -> (its module's prefix, name)
+    aliases: dict[str, tuple[str, str]] = {}     # alias path -> (its module's prefix, target)
+
+    def walk(module: dict[str, Any], prefix: str) -> None:
+        recipes = module.get("recipes")
+        if isinstance(recipes, dict):
+            for name, body in recipes.items():
+                found = body.get("dependencies") if isinstance(body, dict) else None
+                deps[prefix + name] = [
+                    (prefix, d["recipe"]) for d in (found if isinstance(found, list) else ())
+                    if isinstance(d, dict) and isinstance(d.get("recipe"), str)]
+        table = module.get("aliases")
+        if isinstance(table, dict):
+            for name, body in table.items():
+                target = body.get("target") if isinstance(body, dict) else None
+                if isinstance(target, str):
+                    aliases[prefix + name] = (prefix, target)
+        modules = module.get("modules")
+        if isinstance(modules, dict):
+            for name, sub in modules.items():
+                if isinstance(sub, dict):
+                    walk(sub, f"{prefix}{name}::")
+
+    walk(dump, "")
+
+    def resolve(prefix: str, name: str) -> list[str]:
+        # A name is its own module's recipe, else a path from the top; the dump gives an
+        # alias of a module's recipe by its bare name: then every recipe of that name.
+        for path in (prefix + name, name):
+            if path in deps:
+                return [path]
+        return [path for path in deps if path.endswith("::" + name)] or [name]
+
+    runs: dict[str, frozenset[str]] = {}
+    for start in [*deps, *aliases]:
+        seen: set[str] = set()
+        todo = resolve(*aliases[start]) if start in aliases else [start]
+        while todo:
+            path = todo.pop()
+            if path not in seen:
+                seen.add(path)
+                for prefix, d in deps.get(path, ()):
+                    todo.extend(resolve(prefix, d))
+        runs[start] = frozenset(p.rpartition("::")[2] for p in seen)
+    return runs
 
 
 def _start_failure(just: str, exc: OSError) -> str:

@@ -20,7 +20,7 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -34,9 +34,11 @@ from jobs.process.exe import executable
 from jobs.process.justfile import JUSTFILE_NAMES as JUSTFILE_NAMES
 from jobs.process.justfile import JustfileInvalid as JustfileInvalid
 from jobs.process.justfile import RecipeError as RecipeError
+from jobs.process.justfile import Recipes as Recipes
 from jobs.process.justfile import _start_failure
 from jobs.process.justfile import find_justfile as find_justfile
 from jobs.process.justfile import list_recipes as list_recipes
+from jobs.process.justfile import read_recipes as read_recipes
 from jobs.process.justfile import recipe_env as recipe_env
 from jobs.process.scope import Scope as Scope
 from jobs.process.tree import TOKEN_VAR as TOKEN_VAR
@@ -74,6 +76,7 @@ def run_recipe(
     scope: Scope | None = None,
     output_limit: int = DEFAULT_OUTPUT_LIMIT,
     state_dir: Path | None = None,
+    runs: Collection[str] = (),
 ) -> RecipeResult:
     """Run `just <recipe>` in `root` under a timeout; nothing it started survives the call.
 
@@ -83,7 +86,8 @@ def run_recipe(
     `on_tick(elapsed)` is for display only: if it raises, it is not called again and the run goes
     on. A `stop` already set before the start means nothing is started ("interrupted"). `scope`
     is the run's claim in its state directory, whose id the recipe's token carries, so that a
-    later run can sweep what this one leaves if it dies.
+    later run can sweep what this one leaves if it dies. `runs` names (bare) the recipes `just`
+    runs for `recipe` besides it, its dependencies (`Recipes.running`).
     """
     output_path = Path(output_path)
     filled = state_dir if state_dir is not None else output_path.parent
@@ -108,7 +112,8 @@ def run_recipe(
     try:
         with proctree.subreaper():
             return _run(argv, root, env, out, Pipe(read_fd, out), write_fd, output_path, timeout,
-                        kill_grace, on_tick, stop, proctree.Tracker(token), recipe, filled)
+                        kill_grace, on_tick, stop, proctree.Tracker(token),
+                        frozenset({recipe.rpartition("::")[2], *runs}), filled)
     finally:
         os.close(read_fd)
         os.close(out_fd)
@@ -117,7 +122,7 @@ def run_recipe(
 def _run(argv: list[str], root: Path, env: Mapping[str, str] | None, out: Capture, pipe: Pipe,
          write_fd: int, output_path: Path, timeout: float, kill_grace: float,
          on_tick: Callable[[float], None] | None, stop: threading.Event | None,
-         tracker: proctree.Tracker, recipe: str, filled: Path) -> RecipeResult:
+         tracker: proctree.Tracker, recipes: frozenset[str], filled: Path) -> RecipeResult:
     started = time.monotonic()
     try:  # our copy of the pipe's write end is closed at once, whatever happens
         child_env = recipe_env(env)
@@ -165,7 +170,7 @@ def _run(argv: list[str], root: Path, env: Mapping[str, str] | None, out: Captur
         error = f"cannot write output file {output_path}: {why}; the task is left as it was"
         outcome = "error"
     elif outcome == "exited":
-        error = killed_from_outside(exit_code, tail, recipe) or could_not_run(exit_code, tail)
+        error = killed_from_outside(exit_code, tail, recipes) or could_not_run(exit_code, tail)
         if error is None and exit_code != 0:
             full = short_of_space(output_path.parent)
             if full is not None:

@@ -41,7 +41,7 @@ class RepoContext:
     stop: threading.Event | None
     ticker: Ticker | None
     just: str
-    recipes: frozenset[str] | None = None   # the justfile's recipes, read once per repository
+    recipes: runner.Recipes | None = None   # the justfile's recipes, read once per repository
     justfile: Path | None = None
     committed: bool = False  # a verdict commit was made: git's auto maintenance is due
     scope: runner.Scope | None = None  # the run's claim on the recipes it starts
@@ -151,7 +151,8 @@ def moved_since(ctx: RepoContext, head: str) -> str | None:
     """How the checkout differs from the clean one on `head` a recipe started in, or None."""
     after = git.work_tree_state(ctx.root)
     head_after = git.head_sha(ctx.root) if after.branch == ctx.repo.branch else None
-    return drift.drift_reason(after, ctx.repo.branch, head, head_after)
+    return drift.drift_reason(after, ctx.repo.branch, head, head_after,
+                              git.hidden_from_status(ctx.root))
 
 
 def output_path(ctx: RepoContext, task: eligibility.Classified) -> Path:
@@ -176,13 +177,13 @@ def check_recipe(ctx: RepoContext, task: eligibility.Classified,
             if ctx.justfile is None:
                 return verdicts.Outcome(verdicts.FAIL, task.recipe, timeout=timeout,
                                         not_run="no justfile in the repository root")
-            ctx.recipes = runner.list_recipes(ctx.justfile, ctx.root, just=ctx.just)
+            ctx.recipes = runner.read_recipes(ctx.justfile, ctx.root, just=ctx.just)
         except runner.JustfileInvalid as exc:
             return verdicts.Outcome(verdicts.FAIL, task.recipe, timeout=timeout,
                                     not_run=f"the justfile cannot be read: {exc.message}")
         except runner.RecipeError as exc:
             return ctx.attempt(Verdict.ERROR, task=task, reason=str(exc))
-    if task.recipe not in ctx.recipes:
+    if task.recipe not in ctx.recipes.names:
         return verdicts.Outcome(verdicts.FAIL, task.recipe, timeout=timeout,
                                 not_run=f"the justfile has no recipe {task.recipe}")
     return None
@@ -209,10 +210,12 @@ def run_recipe(ctx: RepoContext, task: eligibility.Classified,
                         reason="left running by a loop-verify of this state directory that died")
     log.info("verify.started", run_id=ctx.run_id, repo=str(ctx.root), task=task.task.id,
              recipe=task.recipe, timeout_s=timeout)
+    runs = ctx.recipes.running(task.recipe) if ctx.recipes is not None else ()
     res = runner.run_recipe(ctx.root, ctx.justfile, task.recipe, timeout=timeout,
                             kill_grace=ctx.config.kill_grace, output_path=out, just=ctx.just,
                             on_tick=tick, stop=ctx.stop, scope=ctx.scope,
-                            output_limit=ctx.config.output_limit, state_dir=ctx.config.state_dir)
+                            output_limit=ctx.config.output_limit, state_dir=ctx.config.state_dir,
+                            runs=runs)
     if res.outcome in ("error", "interrupted"):
         stopped = ("stopped while the recipe ran" if res.exit_code is not None
                    else "not run: loop-verify was told to stop")

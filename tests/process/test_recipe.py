@@ -22,6 +22,7 @@ from jobs.process.recipe import (
     RecipeResult,
     find_justfile,
     list_recipes,
+    read_recipes,
     run_recipe,
 )
 
@@ -490,3 +491,20 @@ def test_stop_already_set_starts_nothing(tmp_path: Path) -> None:
     assert (res.outcome, res.exit_code, res.error) == ("interrupted", None, None)
     time.sleep(0.1)
     assert not flag.exists()
+
+
+def test_what_a_recipe_runs_includes_its_dependencies_through_aliases_and_modules(
+        tmp_path: Path) -> None:
+    # `just` names the dependency a signal ended, by its bare name: every recipe it runs for
+    # the one asked for is known, whichever way it is asked (an alias, a module's path).
+    jf = write_justfile(tmp_path, (
+        "alias verify-a := verify-x\nalias verify-m := sub::verify-s\nmod sub\n"
+        "verify-x: build && post\n    true\nbuild: gen\ngen:\npost:\nlone:\n"))
+    (tmp_path / "sub.just").write_text("verify-s: dep\n    true\ndep:\n")
+    found = read_recipes(jf, tmp_path, just=JUST)
+    assert found.running("verify-x") == {"verify-x", "build", "gen", "post"}
+    assert found.running("verify-a") == {"verify-x", "build", "gen", "post"}
+    assert found.running("sub::verify-s") == {"verify-s", "dep"}
+    assert found.running("verify-m") == {"verify-s", "dep"}
+    assert found.running("lone") == {"lone"}
+    assert "sub::verify-s" in found.names and "verify-m" in found.names

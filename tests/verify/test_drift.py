@@ -157,3 +157,45 @@ def test_a_file_name_that_is_not_utf8_is_drift_not_a_traceback(tmp_path: Path) -
     assert again.stdout.splitlines()[1].startswith("1 skipped in ")
     verdicts = [a["verdict"] for a in repo.history()]
     assert verdicts == ["drift", "skipped"]
+
+
+@pytest.mark.parametrize("flag", ["--assume-unchanged", "--skip-worktree"])
+def test_a_recipe_that_hides_its_change_from_git_status_is_drift(
+        tmp_path: Path, flag: str) -> None:
+    # The recipe marks a tracked file so that `git status` no longer looks at it, then changes
+    # it: the checkout is not the branch's any more, and the next recipe must not run on it.
+    repo = make_verify_repo(tmp_path, justfile=(
+        f"verify-hide:\n    git update-index {flag} README.md\n"
+        "    echo LOCAL >> README.md\n\nverify-ok:\n    echo ok\n"))
+    first = repo.add_task(1, notes="verify-cmd: just verify-hide")
+    second = repo.add_task(2)
+    repo.commit_all()
+    before = {p: p.read_bytes() for p in (first, second)}
+    proc = repo.run("run", *TODAY, "--json")
+    results = json.loads(proc.stdout)["results"]
+    assert [(r["task_id"], r["verdict"]) for r in results] == [("TASK-1", "drift"),
+                                                                ("TASK-2", "skipped")], results
+    assert "README.md" in results[0]["reason"]
+    assert all(p.read_bytes() == b for p, b in before.items())
+
+
+def test_a_recipe_that_makes_git_status_ask_a_lying_fsmonitor_is_drift(tmp_path: Path) -> None:
+    # core.fsmonitor names a program `git status` asks what changed; the recipe installs one
+    # that always answers "nothing" (in .git/, where no status looks), then changes a file.
+    repo = make_verify_repo(tmp_path, justfile=(
+        "verify-lie:\n"
+        "    printf '#!/bin/sh\\nprintf \"tok\\\\0\"\\n' > .git/lie && chmod +x .git/lie\n"
+        "    git config core.fsmonitor \"$PWD/.git/lie\"\n"
+        "    git config core.fsmonitorHookVersion 2\n"
+        "    git update-index --fsmonitor && git status --porcelain\n"
+        "    echo LOCAL >> README.md\n\nverify-ok:\n    echo ok\n"))
+    first = repo.add_task(1, notes="verify-cmd: just verify-lie")
+    second = repo.add_task(2)
+    repo.commit_all()
+    before = {p: p.read_bytes() for p in (first, second)}
+    proc = repo.run("run", *TODAY, "--json")
+    results = json.loads(proc.stdout)["results"]
+    assert [(r["task_id"], r["verdict"]) for r in results] == [("TASK-1", "drift"),
+                                                                ("TASK-2", "skipped")], results
+    assert "README.md" in results[0]["reason"]
+    assert all(p.read_bytes() == b for p, b in before.items())

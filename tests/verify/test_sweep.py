@@ -94,6 +94,39 @@ def test_a_recipe_killed_from_outside_is_an_error_and_the_task_is_untouched(
     assert any(e["event"] == "verify.error" for e in repo.log_events())
 
 
+@pytest.mark.parametrize("justfile", [
+    # A dependency the recipe runs first, killed as the OOM killer would (its shell SIGKILLs
+    # itself: a signal loop-verify did not send). `just` names the dependency, not the recipe.
+    "verify-x: build\n    echo ok\n\nbuild:\n    kill -KILL $$\n",
+    # ... a dependency of a dependency, and one run after the recipe (`&&`).
+    "verify-x: mid\n    echo ok\n\nmid: build\n\nbuild:\n    kill -KILL $$\n",
+    "verify-x: && post\n    echo ok\n\npost:\n    kill -KILL $$\n",
+])
+def test_a_dependency_killed_from_outside_is_an_error_not_a_failure(
+        tmp_path: Path, justfile: str) -> None:
+    repo = make_verify_repo(tmp_path, justfile=justfile)
+    task = repo.add_task(1, notes="verify-cmd: just verify-x")
+    repo.commit_all()
+    before, head = task.read_bytes(), repo.head()
+    done = repo.run("run", *TODAY)
+    assert done.stdout.startswith("error    app TASK-1  just verify-x"), done.stdout
+    assert "killed by SIGKILL, which loop-verify did not send" in done.stdout
+    assert task.read_bytes() == before and repo.head() == head
+
+
+def test_a_nested_just_killed_is_the_recipe_s_exit_code(tmp_path: Path) -> None:
+    # A recipe that runs another `just` (its exit message off) reports that one's death as an
+    # exit code, as a shell does: the recipe's failure, whatever recipe the inner `just` named.
+    repo = make_verify_repo(tmp_path, justfile=(
+        "[no-exit-message]\nverify-x:\n    just --justfile inner.just inner\n"))
+    (repo.root / "inner.just").write_text("inner:\n    kill -KILL $$\n")
+    task = repo.add_task(1, notes="verify-cmd: just verify-x")
+    repo.commit_all()
+    done = repo.run("run", *TODAY)
+    assert done.stdout.startswith("fail     app TASK-1  just verify-x"), done.stdout
+    assert b"verify-failed" in task.read_bytes()
+
+
 def due_repo(base: Path, state: Path, justfile: str) -> VerifyRepo:
     repo = make_verify_repo(base, justfile=justfile, extra_config={"state_dir": str(state)})
     repo.state_dir = state  # where its log is

@@ -6,16 +6,22 @@ from jobs.git.facts import WorkTreeState
 
 
 def drift_reason(after: WorkTreeState, branch: str, head_before: str,
-                 head_after: str | None) -> str | None:
+                 head_after: str | None,
+                 hidden: tuple[tuple[str, str], ...] = ()) -> str | None:
     """Why the checkout after a recipe is not the one it started in, or None.
 
     A recipe that switched branches or committed leaves a clean tree, but the verdict would then
     be committed somewhere else, or on top of the recipe's own commit. `head_after` is only
-    needed (and only read) when the configured branch is still checked out.
+    needed (and only read) when the configured branch is still checked out. `hidden` holds the
+    files (path, flag) `git status` is now told not to look at: none were before the recipe
+    (readiness), so the recipe marked them, and what it changed there git status cannot show.
     """
     reasons = []
     if not after.clean:
         reasons.append("the recipe changed the work tree: " + ", ".join(after.changes))
+    if hidden:
+        reasons.append("the recipe hid files from git status: " + ", ".join(
+            f"{path} (marked {flag})" for path, flag in hidden))
     if after.branch != branch:
         where = "detached HEAD" if after.branch is None else f"branch {after.branch!r}"
         reasons.append(f"the recipe left {where} checked out, not {branch!r}")
