@@ -448,3 +448,30 @@ def test_the_journal_is_read_with_one_git_process_whatever_the_number_of_steps(
     walks = [c for c in calls.read_text().splitlines() if " rev-list --parents" in c]
     assert len(walks) == 1
     assert run_dir.exists()
+
+
+@pytest.mark.parametrize("status", [302, 307])
+def test_an_activity_redirect_is_unavailable_whatever_its_body(
+        httpserver: HTTPServer, status: int) -> None:
+    """A redirect carrying `[]` was read as "no steps since the arm": a force push hidden."""
+    base = httpserver.url_for("/api/v3").rstrip("/")
+    httpserver.expect_request(f"/api/v3/repos/{OWNER_NAME}/activity").respond_with_data(
+        "[]", status=status, content_type="application/json",
+        headers={"Location": "http://evil.invalid/activity"})
+    part = read_activity(OWNER_NAME, token="t", base_url=base, since="2026-11-30T07:00:00Z",
+                         deadline=Deadline.after(10))
+    assert part["available"] is False and f"answered {status}" in part["reason"]
+    assert len(httpserver.log) == 1
+
+
+def test_an_activity_link_that_loops_is_unavailable_at_once(httpserver: HTTPServer) -> None:
+    base = httpserver.url_for("/api/v3").rstrip("/")
+    again = f"{base}/repos/{OWNER_NAME}/activity?per_page=100&direction=desc"
+    httpserver.expect_request(f"/api/v3/repos/{OWNER_NAME}/activity").respond_with_json(
+        [gh_activity(1, "refs/heads/main", "a" * 40, "b" * 40,
+                     timestamp="2026-11-30T08:00:00Z")],
+        headers={"Link": link_header([("next", again)])})
+    part = read_activity(OWNER_NAME, token="t", base_url=base, since="2026-11-30T07:00:00Z",
+                         deadline=Deadline.after(10))
+    assert part["available"] is False and "already read" in part["reason"]
+    assert len(httpserver.log) <= 2
