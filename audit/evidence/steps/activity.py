@@ -103,7 +103,16 @@ def _pages(client: Any, owner_name: str, base: str, since: str) -> list[dict[str
             if step["at"] < since:
                 older = True
                 continue
-            found.setdefault(item.get("id", len(found)), step)
+            if older:
+                # Paging stops at the arm time only because the list is newest first; a page
+                # out of that order says nothing about what the next page holds.
+                raise _Unusable(f"the list is not newest first: item {item.get('id')!r} at "
+                                f"{step['at']} follows one older than the arm")
+            ident = item.get("id")
+            if not isinstance(ident, int) or isinstance(ident, bool):
+                # Entries repeated across shifting pages are told apart by id only.
+                raise _Unusable(f"an item at {step['at']} has no id")
+            found.setdefault(ident, step)
         if older or not data:
             return _oldest_first(found)
         url = next_url
