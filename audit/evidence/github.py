@@ -10,14 +10,22 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from audit.evidence.git import seconds_from_env
-from jobs.core.urls import DEFAULT_API_URL, GITHUB_HOSTS, api_base_url
+from jobs.core.urls import (
+    DEFAULT_API_URL,
+    GITHUB_HOSTS,
+    api_base_url,
+    github_hosts,
+    github_remote,
+    on_github_host,
+    redact_url,
+)
 
 if TYPE_CHECKING:
     from github import GithubException
@@ -77,6 +85,19 @@ def api_base_for(host: str, env: Mapping[str, str] = os.environ) -> str:
     if host.lower() in GITHUB_HOSTS:
         return DEFAULT_API_URL
     return api_base_url(env)
+
+
+def unnamed_github_urls(urls: Sequence[str], env: Mapping[str, str] = os.environ) -> list[str]:
+    """URLs that reach a GitHub host but name no repository as owner/name (`..` segments, a
+    host spelled with its final dot, a path of three parts): redacted, for a reason."""
+    hosts = github_hosts(env)
+    return [redact_url(u) for u in urls
+            if on_github_host(u, hosts) and github_remote(u, hosts) is None]
+
+
+def unnamed_reason(urls: Sequence[str]) -> str:
+    return (f"{', '.join(urls)} reaches a GitHub host but names no repository as owner/name; "
+            "its releases and activity cannot be read")
 
 
 def prepare() -> None:

@@ -396,3 +396,21 @@ def test_a_releases_page_that_leaves_the_api_is_not_followed(httpserver: HTTPSer
     part = read_releases(OWNER_NAME, token=TOKEN, base_url=base, timeout=5)
     assert part["available"] is False and "a next page outside" in part["reason"]
     assert len(httpserver.log) == 1
+
+
+@pytest.mark.parametrize("url", ["https://github.com/x/../octo/widgets.git",
+                                 "https://github.com./octo/widgets.git",
+                                 "git@github.com:octo/widgets/.git"],
+                         ids=["dot-segments", "trailing-dot-host", "extra-segment"])
+def test_a_github_url_whose_repository_cannot_be_named_makes_releases_unavailable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    """Such a URL reaches GitHub (curl squashes `..`, DNS ignores a final dot), but only a
+    two-part owner/name was taken for a GitHub remote: releases were "no remote on a GitHub
+    host", so a release the run made was never looked for."""
+    clone, bare = make_repo_with_remote(tmp_path)
+    git(clone, "remote", "set-url", "origin", url)
+    git(clone, "config", f"url.{bare}.insteadOf", url)
+    snap = take_snapshot([clone], charter_sha256=None)
+    releases = snap["repos"][str(clone.resolve())]["releases"]
+    assert releases["available"] is False, releases
+    assert "names no repository" in releases["reason"]

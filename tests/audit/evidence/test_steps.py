@@ -516,3 +516,15 @@ def test_an_activity_entry_without_an_id_is_unavailable(httpserver: HTTPServer) 
     part = read_activity(OWNER_NAME, token="t", base_url=base, since="2026-11-30T07:00:00Z",
                          deadline=Deadline.after(10))
     assert part["available"] is False and "id" in part["reason"]
+
+
+def test_steps_of_a_github_url_whose_repository_cannot_be_named_are_unavailable(
+        tmp_path: Path) -> None:
+    """Such a remote reaches GitHub, but its steps were "net change only: its server is neither
+    GitHub nor a repository on this machine"."""
+    from audit.evidence.steps.read import read_steps
+    url = "https://github.com/x/../octo/widgets.git"
+    part = read_steps(str(tmp_path), urls=[url], fetch_url=url, before_part={}, after_part={},
+                      since="2026-11-30T07:00:00Z", token=lambda: "t",
+                      clock=lambda: Deadline.after(5), blocked=None, env={})
+    assert part["available"] is False and "names no repository" in part["reason"]
