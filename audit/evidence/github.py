@@ -11,7 +11,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
@@ -113,23 +113,33 @@ class UnusablePage(Exception):
     `next` link outside the API or back to a page already read."""
 
 
-_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="next"')
+_LINKS = {rel: re.compile(rf'<([^>]+)>\s*;\s*rel="{rel}"') for rel in ("next", "last")}
+
+
+_PageKey = tuple[str, tuple[tuple[str, str], ...]]
+
+
+@dataclass
+class Pages:
+    """What one list's pages have said so far: the pages read, and the last one announced."""
+    seen: set[_PageKey] = field(default_factory=set)
+    last: _PageKey | None = None
 
 
 def get_page(requester: Any, url: str, params: Mapping[str, Any] | None, base: str,
-             seen: set[tuple[str, tuple[tuple[str, str], ...]]]
-             ) -> tuple[dict[str, Any], list[Any], str | None]:
+             pages: Pages) -> tuple[dict[str, Any], list[Any], str | None]:
     """One page of a REST list through PyGithub's requester: (headers, items, next URL or None).
 
     Read raw, not through PyGithub's `PaginatedList`/`requestJsonAndCheck`: those take an empty
     body, `null`, a search-shaped object or a redirect's body for an empty page (a list cut
     short would then pass for the whole list), and follow a `next` link that loops until the
     deadline. Only a 200 whose body is a JSON list is a page; an error status raises PyGithub's
-    own exception (rate limits, bad credentials, not found), anything else `UnusablePage`."""
+    own exception (rate limits, bad credentials, not found), anything else `UnusablePage`, and
+    so does a list that ends (no `next` link) before the `last` page an earlier page named."""
     key = _page_key(url if "://" in url else base + url, params)
-    if key in seen:
+    if key in pages.seen:
         raise UnusablePage(f"a next page already read: {url[:200]}")
-    seen.add(key)
+    pages.seen.add(key)
     status, headers, output = requester.requestJson(
         "GET", url, parameters=dict(params) if params else None)
     if status >= 400:
@@ -147,24 +157,30 @@ def get_page(requester: Any, url: str, params: Mapping[str, Any] | None, base: s
     data = json.loads(output)  # a ValueError: malformed JSON
     if not isinstance(data, list):
         raise UnusablePage(f"the answer is not a list but {type(data).__name__}")
-    return headers, data, _next_link(headers, base)
+    following = _link(headers, base, "next")
+    last = _link(headers, base, "last")
+    if last is not None:
+        pages.last = _page_key(last, None)
+    if following is None and pages.last is not None and pages.last != key:
+        raise UnusablePage(f"the list ended before the last page its Link header named "
+                           f"({pages.last[0]}?{'&'.join('='.join(q) for q in pages.last[1])})")
+    return headers, data, following
 
 
-def _page_key(url: str, params: Mapping[str, Any] | None
-              ) -> tuple[str, tuple[tuple[str, str], ...]]:
+def _page_key(url: str, params: Mapping[str, Any] | None) -> _PageKey:
     parts = urlsplit(url)
     query = [*parse_qsl(parts.query), *((k, str(v)) for k, v in (params or {}).items())]
     return parts._replace(query="", fragment="").geturl(), tuple(sorted(query))
 
 
-def _next_link(headers: Mapping[str, Any] | None, base: str) -> str | None:
+def _link(headers: Mapping[str, Any] | None, base: str, rel: str) -> str | None:
     link = next((v for k, v in dict(headers or {}).items() if k.lower() == "link"), "")
-    found = _NEXT.search(link or "")
+    found = _LINKS[rel].search(str(link or ""))
     if found is None:
         return None
     url = found.group(1)
     if not url.startswith(base + "/"):
-        raise UnusablePage(f"a next page outside {base}: {url[:200]}")
+        raise UnusablePage(f"a {rel} page outside {base}: {url[:200]}")
     return url
 
 
@@ -222,11 +238,11 @@ def _read(owner_name: str, token: str, base: str, where: str,
                     seconds_between_requests=None, lazy=True, user_agent="loop-pi-audit")
     try:
         releases: list[dict[str, Any]] = []
-        seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+        pages = Pages()
         url: str | None = f"/repos/{owner_name}/releases"
         params: dict[str, Any] | None = {"per_page": 100}
         while url is not None:
-            headers, page, url = get_page(client.requester, url, params, base, seen)
+            headers, page, url = get_page(client.requester, url, params, base, pages)
             params = None  # the next link carries them
             for item in page:
                 if not isinstance(item, dict):

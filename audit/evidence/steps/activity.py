@@ -15,7 +15,7 @@ import threading
 from datetime import UTC, datetime
 from typing import Any
 
-from audit.evidence.github import Deadline, UnusablePage, get_page, prepare
+from audit.evidence.github import Deadline, Pages, UnusablePage, get_page, prepare
 from jobs.core.urls import DEFAULT_API_URL
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -92,11 +92,11 @@ def _pages(client: Any, owner_name: str, base: str, since: str) -> list[dict[str
     url: str | None = f"/repos/{owner_name}/activity"
     params: dict[str, Any] | None = {"per_page": PER_PAGE, "direction": "desc"}
     found: dict[Any, dict[str, Any]] = {}
-    seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    pages = Pages()
     for _page in range(MAX_PAGES):
         if url is None:
             return _oldest_first(found)
-        _headers, data, next_url = get_page(client.requester, url, params, base, seen)
+        _headers, data, next_url = get_page(client.requester, url, params, base, pages)
         older = False
         for item in data:
             step = _step(item)

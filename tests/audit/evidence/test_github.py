@@ -414,3 +414,22 @@ def test_a_github_url_whose_repository_cannot_be_named_makes_releases_unavailabl
     releases = snap["repos"][str(clone.resolve())]["releases"]
     assert releases["available"] is False, releases
     assert "names no repository" in releases["reason"]
+
+
+def test_a_page_that_drops_its_next_link_before_the_announced_last_is_unavailable(
+        httpserver: HTTPServer) -> None:
+    """Page 1 named page 3 as the last; page 2 came without a Link header, and the releases
+    were taken as whole without page 3's."""
+    base = api(httpserver)
+    page2 = f"{base}/repos/{OWNER_NAME}/releases?per_page=100&page=2"
+    page3 = f"{base}/repos/{OWNER_NAME}/releases?per_page=100&page=3"
+    httpserver.expect_request(releases_path(), query_string={"per_page": "100"}) \
+        .respond_with_json([gh_release(base, OWNER_NAME, 3, "v3")],
+                           headers={"Link": link_header([("next", page2), ("last", page3)])})
+    httpserver.expect_request(releases_path(), query_string={"per_page": "100", "page": "2"}) \
+        .respond_with_json([gh_release(base, OWNER_NAME, 2, "v2")])
+    httpserver.expect_request(releases_path(), query_string={"per_page": "100", "page": "3"}) \
+        .respond_with_json([gh_release(base, OWNER_NAME, 1, "v1")])
+    part = read_releases(OWNER_NAME, token=TOKEN, base_url=base, timeout=5)
+    assert part["available"] is False
+    assert "before the last page" in part["reason"]
