@@ -113,7 +113,7 @@ def _pages(client: Any, owner_name: str, base: str, since: str) -> list[dict[str
                 # Entries repeated across shifting pages are told apart by id only.
                 raise _Unusable(f"an item at {step['at']} has no id")
             found.setdefault(ident, step)
-        if older or not data:
+        if older:  # an empty page says nothing of its next one: the loop ends at no next link
             return _oldest_first(found)
         url = next_url
         params = None  # the next link carries them

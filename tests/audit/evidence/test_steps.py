@@ -528,3 +528,26 @@ def test_steps_of_a_github_url_whose_repository_cannot_be_named_are_unavailable(
                       since="2026-11-30T07:00:00Z", token=lambda: "t",
                       clock=lambda: Deadline.after(5), blocked=None, env={})
     assert part["available"] is False and "names no repository" in part["reason"]
+
+
+def test_an_empty_activity_page_with_a_next_link_is_read_past(httpserver: HTTPServer) -> None:
+    """An empty page ended the reading even when its Link header named a next page: the steps
+    there went unread and the history passed as whole."""
+    base = httpserver.url_for("/api/v3").rstrip("/")
+    path = f"/api/v3/repos/{OWNER_NAME}/activity"
+    page2 = f"{base}/repos/{OWNER_NAME}/activity?per_page=100&after=cursor2"
+    a, b = "a" * 40, "b" * 40
+
+    def answer(request: Request) -> Response:
+        if request.args.get("after") == "cursor2":
+            return Response(json.dumps([gh_activity(
+                1, "refs/heads/main", a, b, "force_push", timestamp="2026-11-30T07:10:00Z")]),
+                content_type="application/json")
+        return Response("[]", content_type="application/json",
+                        headers={"Link": link_header([("next", page2)])})
+
+    httpserver.expect_request(path).respond_with_handler(answer)
+    part = read_activity(OWNER_NAME, token="t", base_url=base, since="2026-11-30T07:00:00Z",
+                         deadline=Deadline.after(10))
+    assert part["available"] is True
+    assert [s["kind"] for s in part["steps"]] == ["force_push"]
