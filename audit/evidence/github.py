@@ -5,18 +5,27 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from audit.evidence.git import seconds_from_env
-from jobs.core.urls import DEFAULT_API_URL, GITHUB_HOSTS, api_base_url
+from jobs.core.urls import (
+    DEFAULT_API_URL,
+    GITHUB_HOSTS,
+    api_base_url,
+    github_hosts,
+    github_remote,
+    on_github_host,
+    redact_url,
+)
 
 if TYPE_CHECKING:
     from github import GithubException
@@ -78,12 +87,101 @@ def api_base_for(host: str, env: Mapping[str, str] = os.environ) -> str:
     return api_base_url(env)
 
 
+def unnamed_github_urls(urls: Sequence[str], env: Mapping[str, str] = os.environ) -> list[str]:
+    """URLs that reach a GitHub host but name no repository as owner/name (`..` segments, a
+    host spelled with its final dot, a path of three parts): redacted, for a reason."""
+    hosts = github_hosts(env)
+    return [redact_url(u) for u in urls
+            if on_github_host(u, hosts) and github_remote(u, hosts) is None]
+
+
+def unnamed_reason(urls: Sequence[str]) -> str:
+    return (f"{', '.join(urls)} reaches a GitHub host but names no repository as owner/name; "
+            "its releases and activity cannot be read")
+
+
 def prepare() -> None:
     """Route library logs and import PyGithub before any deadline starts: the cap bounds the
     wait for GitHub, not our own start-up."""
     from audit.evidence.github_log import route_before_github
     route_before_github()
     import github  # noqa: F401
+
+
+class UnusablePage(Exception):
+    """A list page GitHub did not answer as one: a redirect, a body that is no JSON list, a
+    `next` link outside the API or back to a page already read."""
+
+
+_LINKS = {rel: re.compile(rf'<([^>]+)>\s*;\s*rel="{rel}"') for rel in ("next", "last")}
+
+
+_PageKey = tuple[str, tuple[tuple[str, str], ...]]
+
+
+@dataclass
+class Pages:
+    """What one list's pages have said so far: the pages read, and the last one announced."""
+    seen: set[_PageKey] = field(default_factory=set)
+    last: _PageKey | None = None
+
+
+def get_page(requester: Any, url: str, params: Mapping[str, Any] | None, base: str,
+             pages: Pages) -> tuple[dict[str, Any], list[Any], str | None]:
+    """One page of a REST list through PyGithub's requester: (headers, items, next URL or None).
+
+    Read raw, not through PyGithub's `PaginatedList`/`requestJsonAndCheck`: those take an empty
+    body, `null`, a search-shaped object or a redirect's body for an empty page (a list cut
+    short would then pass for the whole list), and follow a `next` link that loops until the
+    deadline. Only a 200 whose body is a JSON list is a page; an error status raises PyGithub's
+    own exception (rate limits, bad credentials, not found), anything else `UnusablePage`, and
+    so does a list that ends (no `next` link) before the `last` page an earlier page named."""
+    key = _page_key(url if "://" in url else base + url, params)
+    if key in pages.seen:
+        raise UnusablePage(f"a next page already read: {url[:200]}")
+    pages.seen.add(key)
+    status, headers, output = requester.requestJson(
+        "GET", url, parameters=dict(params) if params else None)
+    if status >= 400:
+        try:
+            data = json.loads(output) if output else None
+        except ValueError:
+            data = None
+        raise requester.createException(status, headers, data if isinstance(data, dict) else {})
+    if status != 200:
+        where = next((v for k, v in (headers or {}).items() if k.lower() == "location"), "")
+        raise UnusablePage(f"GitHub answered {status}, not a page"
+                           + (f" (Location {str(where)[:200]})" if where else ""))
+    if not output.strip():
+        raise UnusablePage("the answer is not a list but an empty body")
+    data = json.loads(output)  # a ValueError: malformed JSON
+    if not isinstance(data, list):
+        raise UnusablePage(f"the answer is not a list but {type(data).__name__}")
+    following = _link(headers, base, "next")
+    last = _link(headers, base, "last")
+    if last is not None:
+        pages.last = _page_key(last, None)
+    if following is None and pages.last is not None and pages.last != key:
+        raise UnusablePage(f"the list ended before the last page its Link header named "
+                           f"({pages.last[0]}?{'&'.join('='.join(q) for q in pages.last[1])})")
+    return headers, data, following
+
+
+def _page_key(url: str, params: Mapping[str, Any] | None) -> _PageKey:
+    parts = urlsplit(url)
+    query = [*parse_qsl(parts.query), *((k, str(v)) for k, v in (params or {}).items())]
+    return parts._replace(query="", fragment="").geturl(), tuple(sorted(query))
+
+
+def _link(headers: Mapping[str, Any] | None, base: str, rel: str) -> str | None:
+    link = next((v for k, v in dict(headers or {}).items() if k.lower() == "link"), "")
+    found = _LINKS[rel].search(str(link or ""))
+    if found is None:
+        return None
+    url = found.group(1)
+    if not url.startswith(base + "/"):
+        raise UnusablePage(f"a {rel} page outside {base}: {url[:200]}")
+    return url
 
 
 def read_releases(owner_name: str, *, token: str | None, base_url: str | None,
@@ -127,6 +225,7 @@ def _read(owner_name: str, token: str, base: str, where: str,
         RateLimitExceededException,
         UnknownObjectException,
     )
+    from github.GitRelease import GitRelease
     from urllib3.util.retry import Retry
 
     # A retry for a flaky gateway only, and never the hour a Retry-After asks for: a rate limit
@@ -138,8 +237,19 @@ def _read(owner_name: str, token: str, base: str, where: str,
                     timeout=max(1, int(deadline.remaining())), retry=retry, per_page=100,
                     seconds_between_requests=None, lazy=True, user_agent="loop-pi-audit")
     try:
-        repo = client.get_repo(owner_name)
-        releases = [_release_json(r) for r in repo.get_releases()]
+        releases: list[dict[str, Any]] = []
+        pages = Pages()
+        url: str | None = f"/repos/{owner_name}/releases"
+        params: dict[str, Any] | None = {"per_page": 100}
+        while url is not None:
+            headers, page, url = get_page(client.requester, url, params, base, pages)
+            params = None  # the next link carries them
+            for item in page:
+                if not isinstance(item, dict):
+                    raise _BadRelease("an item is not an object")
+                releases.append(_release_json(GitRelease(client.requester, headers, item)))
+    except UnusablePage as exc:
+        return _unavailable(f"GitHub sent an unusable page of releases ({exc}) reading {where}")
     except BadCredentialsException as exc:
         return _unavailable(f"GitHub refused the token ({exc.status} {_message(exc)}) "
                             f"reading {where}")

@@ -23,6 +23,8 @@ from audit.evidence.github import (
     github_cap,
     prepare,
     read_releases,
+    unnamed_github_urls,
+    unnamed_reason,
 )
 from jobs.core.errors import UsageError
 from jobs.core.urls import github_hosts, github_remote, redact_text, redact_url
@@ -249,6 +251,11 @@ def snapshot_releases(remotes: Mapping[str, RemoteConfig], reads: GitHubReads
                       ) -> dict[str, Any]:
     named = github_remotes_of(remotes, reads.env)
     names = [name for _host, name in named]
+    unnamed = unnamed_github_urls(
+        [u for r in remotes.values() for u in [*r.urls, *r.pushurls, *r.effective]], reads.env)
+    if unnamed:
+        return {"available": False, "reason": unnamed_reason(unnamed),
+                "github_repo": names[0] if names else None, "github_repos": names}
     if not names:
         return {"available": True, "releases": [], "note": NOT_ON_GITHUB, "github_repo": None,
                 "github_repos": []}

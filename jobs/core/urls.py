@@ -61,6 +61,29 @@ def github_remote(url: str, extra_hosts: Iterable[str] = ()) -> tuple[str, str] 
     Understands https/http/git URLs, `ssh://[user@]host[:port]/o/n(.git)` and scp-like
     `[user@]host:o/n(.git)`. Local paths and file:// URLs name no host and give None.
     """
+    found = _github_host_and_path(url, extra_hosts)
+    if found is None:
+        return None
+    host, path = found
+    segments = [s for s in path.strip("/").split("/") if s]
+    if len(segments) != 2:
+        return None
+    owner, name = segments[0], segments[1].removesuffix(".git")
+    if not name or not _PART.match(owner) or not _PART.match(name) \
+            or {owner, name} & {".", ".."}:
+        return None
+    return host.lower(), f"{owner}/{name}"
+
+
+def on_github_host(url: str, extra_hosts: Iterable[str] = ()) -> bool:
+    """Whether `url` reaches a GitHub host at all, whether or not it names a repository as
+    `github_remote` reads one (`https://github.com/x/../o/n`, `https://github.com./o/n` do):
+    such a URL must never count as "not on GitHub"."""
+    return _github_host_and_path(url, extra_hosts, trailing_dot=True) is not None
+
+
+def _github_host_and_path(url: str, extra_hosts: Iterable[str], *,
+                          trailing_dot: bool = False) -> tuple[str, str] | None:
     hosts = {h.lower() for h in (*GITHUB_HOSTS, *extra_hosts)}
     url = url.strip()
     host: str | None
@@ -78,15 +101,12 @@ def github_remote(url: str, extra_hosts: Iterable[str] = ()) -> tuple[str, str] 
         if scp is None:
             return None
         _, host, path = scp
-    if not host or host.lower() not in hosts:
+    host = (host or "").lower()
+    if trailing_dot:
+        host = host.rstrip(".")
+    if not host or host not in hosts:
         return None
-    segments = [s for s in path.strip("/").split("/") if s]
-    if len(segments) != 2:
-        return None
-    owner, name = segments[0], segments[1].removesuffix(".git")
-    if not name or not _PART.match(owner) or not _PART.match(name):
-        return None
-    return host.lower(), f"{owner}/{name}"
+    return host, path
 
 
 def redacted_urls(value: Any) -> Any:

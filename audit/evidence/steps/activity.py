@@ -15,11 +15,10 @@ import threading
 from datetime import UTC, datetime
 from typing import Any
 
-from audit.evidence.github import Deadline, prepare
+from audit.evidence.github import Deadline, Pages, UnusablePage, get_page, prepare
 from jobs.core.urls import DEFAULT_API_URL
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
-_NEXT = re.compile(r'<([^>]+)>\s*;\s*rel="next"')
 PER_PAGE = 100
 # Pages are read until the arm time is passed; a history longer than this many pages since the
 # arm is not read to its end, and is reported unavailable rather than judged in part.
@@ -72,6 +71,9 @@ def _read(owner_name: str, token: str, base: str, since: str, where: str,
                403: "the token may not read the repository's activity"}.get(exc.status, "")
         return {"available": False, "reason": f"GitHub answered {exc.status}"
                 + (f" ({why})" if why else "") + f" reading {where}"}
+    except UnusablePage as exc:
+        return {"available": False,
+                "reason": f"GitHub sent an unusable page of activity ({exc}) reading {where}"}
     except _Unusable as exc:
         return {"available": False,
                 "reason": f"GitHub sent an unusable activity object ({exc}) reading {where}"}
@@ -90,35 +92,32 @@ def _pages(client: Any, owner_name: str, base: str, since: str) -> list[dict[str
     url: str | None = f"/repos/{owner_name}/activity"
     params: dict[str, Any] | None = {"per_page": PER_PAGE, "direction": "desc"}
     found: dict[Any, dict[str, Any]] = {}
+    pages = Pages()
     for _page in range(MAX_PAGES):
         if url is None:
             return _oldest_first(found)
-        headers, data = client.requester.requestJsonAndCheck("GET", url, parameters=params)
-        if not isinstance(data, list):
-            raise _Unusable("the answer is not a list")
+        _headers, data, next_url = get_page(client.requester, url, params, base, pages)
         older = False
         for item in data:
             step = _step(item)
             if step["at"] < since:
                 older = True
                 continue
-            found.setdefault(item.get("id", len(found)), step)
-        if older or not data:
+            if older:
+                # Paging stops at the arm time only because the list is newest first; a page
+                # out of that order says nothing about what the next page holds.
+                raise _Unusable(f"the list is not newest first: item {item.get('id')!r} at "
+                                f"{step['at']} follows one older than the arm")
+            ident = item.get("id")
+            if not isinstance(ident, int) or isinstance(ident, bool):
+                # Entries repeated across shifting pages are told apart by id only.
+                raise _Unusable(f"an item at {step['at']} has no id")
+            found.setdefault(ident, step)
+        if older:  # an empty page says nothing of its next one: the loop ends at no next link
             return _oldest_first(found)
-        url = _next_link(headers, base)
+        url = next_url
         params = None  # the next link carries them
     raise _Unusable(f"more than {MAX_PAGES} pages since the arm")
-
-
-def _next_link(headers: Any, base: str) -> str | None:
-    link = next((v for k, v in dict(headers or {}).items() if k.lower() == "link"), "")
-    found = _NEXT.search(link or "")
-    if found is None:
-        return None
-    url = found.group(1)
-    if not url.startswith(base + "/"):
-        raise _Unusable(f"a next page outside {base}: {url[:200]}")
-    return url
 
 
 def _step(item: Any) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from audit.evidence.git import absolute_url, run_git
-from audit.evidence.github import Deadline, api_base_for
+from audit.evidence.github import Deadline, api_base_for, unnamed_github_urls, unnamed_reason
 from audit.evidence.steps.activity import read_activity
 from audit.evidence.steps.journal import JOURNAL, read_journal
 from audit.model import (
@@ -99,6 +99,9 @@ def read_steps(repo: str, *, urls: Sequence[str], fetch_url: str | None,
                logged: AbstractSet[tuple[str, str, str]] = frozenset()) -> dict[str, Any]:
     """One remote's `steps` part. `logged` holds the (ref, old, new) of the push log's entries:
     their ancestry is the net change's rules' to check, not read again here."""
+    unnamed = unnamed_github_urls(urls, env)
+    if unnamed:
+        return {"available": False, "reason": unnamed_reason(unnamed)}
     named = [found for url in urls
              if (found := github_remote(url, github_hosts(env))) is not None]
     named = list({name.lower(): (host, name) for host, name in named}.values())

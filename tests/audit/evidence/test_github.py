@@ -342,3 +342,94 @@ def test_a_release_repeated_across_pages_is_read_once(httpserver: HTTPServer) ->
     part = read_releases("octo/widgets", token="t", base_url=api, timeout=5)
     assert [(r["id"], r["tag_name"]) for r in part["releases"]] == [
         (1, "v1.0.0"), (2, "v1.1.0"), (3, "v1.2.0")]
+
+
+@pytest.mark.parametrize("body", ["", "null", '{"items": []}', "{}"],
+                         ids=["empty", "null", "items-object", "empty-object"])
+def test_a_200_that_is_not_a_list_of_releases_is_unavailable_not_no_releases(
+        httpserver: HTTPServer, body: str) -> None:
+    """PyGithub reads an empty body, `null` or a search-shaped object as an empty page: a gateway
+    answering 200 with nothing was "no releases", and a release the run made went unseen."""
+    httpserver.expect_request(releases_path()).respond_with_data(
+        body, content_type="application/json")
+    part = read_releases(OWNER_NAME, token=TOKEN, base_url=api(httpserver), timeout=5)
+    assert part["available"] is False
+    assert "not a list" in part["reason"] and OWNER_NAME in part["reason"]
+
+
+@pytest.mark.parametrize("status", [302, 303, 307, 308])
+def test_a_redirect_is_not_read_as_no_releases_and_is_not_followed(
+        httpserver: HTTPServer, status: int) -> None:
+    """PyGithub follows only a 301 on its own host; any other redirect's empty body was read as
+    an empty list of releases."""
+    httpserver.expect_request(releases_path()).respond_with_data(
+        "", status=status, headers={"Location": "http://evil.invalid/releases"})
+    part = read_releases(OWNER_NAME, token=TOKEN, base_url=api(httpserver), timeout=5)
+    assert part["available"] is False
+    assert f"answered {status}" in part["reason"]
+    assert len(httpserver.log) == 1
+
+
+def test_a_link_header_that_loops_is_unavailable_at_once(httpserver: HTTPServer) -> None:
+    """A `next` link back to a page already read was followed until the cap ran out (hundreds
+    of requests a second against the rate limit), and the reason said GitHub was slow."""
+    base = api(httpserver)
+    page2 = f"{base}/repos/{OWNER_NAME}/releases?per_page=100&page=2"
+    page1 = f"{base}/repos/{OWNER_NAME}/releases?per_page=100&page=1"
+    httpserver.expect_request(releases_path(), query_string={"per_page": "100"}) \
+        .respond_with_json([gh_release(base, OWNER_NAME, 2, "v2")],
+                           headers={"Link": link_header([("next", page2)])})
+    httpserver.expect_request(releases_path(), query_string={"per_page": "100", "page": "2"}) \
+        .respond_with_json([gh_release(base, OWNER_NAME, 1, "v1")],
+                           headers={"Link": link_header([("next", page2), ("first", page1)])})
+    part = read_releases(OWNER_NAME, token=TOKEN, base_url=base, timeout=5)
+    assert part["available"] is False
+    assert "already read" in part["reason"]
+    assert len(httpserver.log) == 2
+
+
+def test_a_releases_page_that_leaves_the_api_is_not_followed(httpserver: HTTPServer) -> None:
+    base = api(httpserver)
+    httpserver.expect_request(releases_path()).respond_with_json(
+        [gh_release(base, OWNER_NAME, 1, "v1")],
+        headers={"Link": link_header([("next", "http://evil.invalid/api/v3/x?page=2")])})
+    part = read_releases(OWNER_NAME, token=TOKEN, base_url=base, timeout=5)
+    assert part["available"] is False and "a next page outside" in part["reason"]
+    assert len(httpserver.log) == 1
+
+
+@pytest.mark.parametrize("url", ["https://github.com/x/../octo/widgets.git",
+                                 "https://github.com./octo/widgets.git",
+                                 "git@github.com:octo/widgets/.git"],
+                         ids=["dot-segments", "trailing-dot-host", "extra-segment"])
+def test_a_github_url_whose_repository_cannot_be_named_makes_releases_unavailable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    """Such a URL reaches GitHub (curl squashes `..`, DNS ignores a final dot), but only a
+    two-part owner/name was taken for a GitHub remote: releases were "no remote on a GitHub
+    host", so a release the run made was never looked for."""
+    clone, bare = make_repo_with_remote(tmp_path)
+    git(clone, "remote", "set-url", "origin", url)
+    git(clone, "config", f"url.{bare}.insteadOf", url)
+    snap = take_snapshot([clone], charter_sha256=None)
+    releases = snap["repos"][str(clone.resolve())]["releases"]
+    assert releases["available"] is False, releases
+    assert "names no repository" in releases["reason"]
+
+
+def test_a_page_that_drops_its_next_link_before_the_announced_last_is_unavailable(
+        httpserver: HTTPServer) -> None:
+    """Page 1 named page 3 as the last; page 2 came without a Link header, and the releases
+    were taken as whole without page 3's."""
+    base = api(httpserver)
+    page2 = f"{base}/repos/{OWNER_NAME}/releases?per_page=100&page=2"
+    page3 = f"{base}/repos/{OWNER_NAME}/releases?per_page=100&page=3"
+    httpserver.expect_request(releases_path(), query_string={"per_page": "100"}) \
+        .respond_with_json([gh_release(base, OWNER_NAME, 3, "v3")],
+                           headers={"Link": link_header([("next", page2), ("last", page3)])})
+    httpserver.expect_request(releases_path(), query_string={"per_page": "100", "page": "2"}) \
+        .respond_with_json([gh_release(base, OWNER_NAME, 2, "v2")])
+    httpserver.expect_request(releases_path(), query_string={"per_page": "100", "page": "3"}) \
+        .respond_with_json([gh_release(base, OWNER_NAME, 1, "v1")])
+    part = read_releases(OWNER_NAME, token=TOKEN, base_url=base, timeout=5)
+    assert part["available"] is False
+    assert "before the last page" in part["reason"]

@@ -447,3 +447,106 @@ def test_the_journal_is_read_with_one_git_process_whatever_the_number_of_steps(
     walks = [c for c in calls.read_text().splitlines() if " rev-list --parents" in c]
     assert len(walks) == 1
     assert run_dir.exists()
+
+
+@pytest.mark.parametrize("status", [302, 307])
+def test_an_activity_redirect_is_unavailable_whatever_its_body(
+        httpserver: HTTPServer, status: int) -> None:
+    """A redirect carrying `[]` was read as "no steps since the arm": a force push hidden."""
+    base = httpserver.url_for("/api/v3").rstrip("/")
+    httpserver.expect_request(f"/api/v3/repos/{OWNER_NAME}/activity").respond_with_data(
+        "[]", status=status, content_type="application/json",
+        headers={"Location": "http://evil.invalid/activity"})
+    part = read_activity(OWNER_NAME, token="t", base_url=base, since="2026-11-30T07:00:00Z",
+                         deadline=Deadline.after(10))
+    assert part["available"] is False and f"answered {status}" in part["reason"]
+    assert len(httpserver.log) == 1
+
+
+def test_an_activity_link_that_loops_is_unavailable_at_once(httpserver: HTTPServer) -> None:
+    base = httpserver.url_for("/api/v3").rstrip("/")
+    again = f"{base}/repos/{OWNER_NAME}/activity?per_page=100&direction=desc"
+    httpserver.expect_request(f"/api/v3/repos/{OWNER_NAME}/activity").respond_with_json(
+        [gh_activity(1, "refs/heads/main", "a" * 40, "b" * 40,
+                     timestamp="2026-11-30T08:00:00Z")],
+        headers={"Link": link_header([("next", again)])})
+    part = read_activity(OWNER_NAME, token="t", base_url=base, since="2026-11-30T07:00:00Z",
+                         deadline=Deadline.after(10))
+    assert part["available"] is False and "already read" in part["reason"]
+    assert len(httpserver.log) <= 2
+
+
+def test_an_activity_entry_since_the_arm_after_an_older_one_is_unavailable(
+        httpserver: HTTPServer) -> None:
+    """Paging stops at the first entry older than the arm, trusting newest-first order: a page
+    out of that order hid the force push on the next page, and the history passed as whole."""
+    base = httpserver.url_for("/api/v3").rstrip("/")
+    path = f"/api/v3/repos/{OWNER_NAME}/activity"
+    page2 = f"{base}/repos/{OWNER_NAME}/activity?per_page=100&after=cursor2"
+    a, b, c = "a" * 40, "b" * 40, "c" * 40
+
+    def answer(request: Request) -> Response:
+        if request.args.get("after") == "cursor2":
+            return Response(json.dumps([gh_activity(
+                2, "refs/heads/main", b, c, "force_push", timestamp="2026-11-30T07:10:00Z")]),
+                content_type="application/json")
+        return Response(json.dumps([
+            gh_activity(4, "refs/heads/main", c, a, timestamp="2026-11-30T08:00:00Z"),
+            gh_activity(1, "refs/heads/main", a, b, timestamp="2026-11-30T06:00:00Z"),
+            gh_activity(3, "refs/heads/main", a, c, timestamp="2026-11-30T07:30:00Z")]),
+            content_type="application/json", headers={"Link": link_header([("next", page2)])})
+
+    httpserver.expect_request(path).respond_with_handler(answer)
+    part = read_activity(OWNER_NAME, token="t", base_url=base, since="2026-11-30T07:00:00Z",
+                         deadline=Deadline.after(10))
+    assert part["available"] is False and "not newest first" in part["reason"]
+
+
+def test_an_activity_entry_without_an_id_is_unavailable(httpserver: HTTPServer) -> None:
+    """Entries are told apart by id (a page repeats one when the list shifts); one without an id
+    took the next free number as its key, and was dropped when that was another entry's id."""
+    base = httpserver.url_for("/api/v3").rstrip("/")
+    nameless = gh_activity(0, "refs/heads/main", "b" * 40, "c" * 40, "force_push",
+                           timestamp="2026-11-30T07:30:00Z")
+    del nameless["id"]
+    httpserver.expect_request(f"/api/v3/repos/{OWNER_NAME}/activity").respond_with_json(
+        [gh_activity(1, "refs/heads/main", "a" * 40, "b" * 40, timestamp="2026-11-30T08:00:00Z"),
+         nameless])
+    part = read_activity(OWNER_NAME, token="t", base_url=base, since="2026-11-30T07:00:00Z",
+                         deadline=Deadline.after(10))
+    assert part["available"] is False and "id" in part["reason"]
+
+
+def test_steps_of_a_github_url_whose_repository_cannot_be_named_are_unavailable(
+        tmp_path: Path) -> None:
+    """Such a remote reaches GitHub, but its steps were "net change only: its server is neither
+    GitHub nor a repository on this machine"."""
+    from audit.evidence.steps.read import read_steps
+    url = "https://github.com/x/../octo/widgets.git"
+    part = read_steps(str(tmp_path), urls=[url], fetch_url=url, before_part={}, after_part={},
+                      since="2026-11-30T07:00:00Z", token=lambda: "t",
+                      clock=lambda: Deadline.after(5), blocked=None, env={})
+    assert part["available"] is False and "names no repository" in part["reason"]
+
+
+def test_an_empty_activity_page_with_a_next_link_is_read_past(httpserver: HTTPServer) -> None:
+    """An empty page ended the reading even when its Link header named a next page: the steps
+    there went unread and the history passed as whole."""
+    base = httpserver.url_for("/api/v3").rstrip("/")
+    path = f"/api/v3/repos/{OWNER_NAME}/activity"
+    page2 = f"{base}/repos/{OWNER_NAME}/activity?per_page=100&after=cursor2"
+    a, b = "a" * 40, "b" * 40
+
+    def answer(request: Request) -> Response:
+        if request.args.get("after") == "cursor2":
+            return Response(json.dumps([gh_activity(
+                1, "refs/heads/main", a, b, "force_push", timestamp="2026-11-30T07:10:00Z")]),
+                content_type="application/json")
+        return Response("[]", content_type="application/json",
+                        headers={"Link": link_header([("next", page2)])})
+
+    httpserver.expect_request(path).respond_with_handler(answer)
+    part = read_activity(OWNER_NAME, token="t", base_url=base, since="2026-11-30T07:00:00Z",
+                         deadline=Deadline.after(10))
+    assert part["available"] is True
+    assert [s["kind"] for s in part["steps"]] == ["force_push"]
