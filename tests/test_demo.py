@@ -8,9 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from project import ROOT
 
 
+@pytest.mark.slow
 def test_the_demo_runs_to_its_end_and_writes_nothing_outside_its_folder(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
