@@ -6,7 +6,7 @@ from datetime import tzinfo
 
 from jobs.ledger.audits import AuditFinding
 from jobs.review.audits import AUDITS_DETAILED, AuditView, finding_change
-from jobs.review.html.common import chip, esc, name, sha, when
+from jobs.review.html.common import chip, esc, folded_list, name, sha, when
 from jobs.review.links import Site
 from jobs.review.model import Review
 
@@ -18,10 +18,8 @@ def audits(review: Review) -> str:
     out.extend(_audit(view, review.zone) for view in review.audits[:AUDITS_DETAILED])
     rest = review.audits[AUDITS_DETAILED:]
     if rest:
-        out.append(f"<details><summary>{len(rest)} more audit run(s), one line each</summary>"
-                   '<div class="scroll"><table class="list">'
-                   + "".join(_audit_line(view, review.zone) for view in rest)
-                   + "</table></div></details>")
+        out.append(folded_list(f"{len(rest)} more audit run(s), one line each",
+                               (_audit_line(view, review.zone) for view in rest)))
     out.append("</section>")
     return "".join(out)
 

@@ -60,3 +60,10 @@ def repo_task(group: Group, task: str | None, title: str | None) -> str:
 
 def name(repo: str) -> str:
     return repo.rstrip("/").rsplit("/", 1)[-1] or repo
+
+
+def folded_list(summary: str, rows: Iterable[str]) -> str:
+    """Rows kept one line each under a closed `<details>`: what a page lists after its detailed
+    part (older failures, more audit runs, the timeline's last rows)."""
+    return (f"<details><summary>{summary}</summary>"
+            f'<div class="scroll"><table class="list">{"".join(rows)}</table></div></details>')

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import tzinfo
 
-from jobs.review.html.common import chip, esc, group_attr, repo_task, sha, when
+from jobs.review.html.common import chip, esc, folded_list, group_attr, repo_task, sha, when
 from jobs.review.model import Failure, Review, TaskPasses, Unchecked
 
 
@@ -27,10 +27,8 @@ def failures(review: Review) -> str:
     listed = [f for f in shown if f.output is None]
     out.extend(_failure(f, review.zone) for f in detailed)
     if listed:
-        out.append(f"<details><summary>{len(listed)} older failing attempt(s)</summary>"
-                   '<div class="scroll"><table class="list">'
-                   + "".join(_failure_line(f, review.zone) for f in listed)
-                   + "</table></div></details>")
+        out.append(folded_list(f"{len(listed)} older failing attempt(s)",
+                               (_failure_line(f, review.zone) for f in listed)))
     out.append("</section>")
     return "".join(out)
 

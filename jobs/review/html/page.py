@@ -19,7 +19,7 @@ from datetime import datetime, tzinfo
 from importlib import resources
 
 from jobs.review.html.audit import audits
-from jobs.review.html.common import chip, chips, esc, group_attr, when
+from jobs.review.html.common import chip, chips, esc, folded_list, group_attr, when
 from jobs.review.html.entries import failures, passes, unchecked
 from jobs.review.model import NOT_CHECKED, SEVERITY, TIMELINE_OPEN, Review, Timeline, TimelineRow
 from jobs.review.mornings import STATE_WORDS, STATES, NoRun, RunEntry, RunsView
@@ -208,9 +208,7 @@ def _timeline(review: Review, tz: tzinfo) -> str:
         # The rest with their counts alone: a wall of squares nobody reads would weigh most
         # of a big report (--repo or --task lays any of them out).
         rest = [_folded_row(r) for r in tl.rows[TIMELINE_OPEN:]]
-        out.append(f"<details><summary>{len(rest)} more row(s), counts only</summary>"
-                   f'<div class="scroll"><table class="list">{"".join(rest)}</table></div>'
-                   "</details>")
+        out.append(folded_list(f"{len(rest)} more row(s), counts only", rest))
     out.append("</section>")
     return "".join(out)
 
