@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from verify_helpers import make_verify_repo
+from verify_helpers import VerifyRepo, make_verify_repo
 
 TODAY = ("--today", "2026-11-30")
 
@@ -159,15 +159,10 @@ def test_a_file_name_that_is_not_utf8_is_drift_not_a_traceback(tmp_path: Path) -
     assert verdicts == ["drift", "skipped"]
 
 
-@pytest.mark.parametrize("flag", ["--assume-unchanged", "--skip-worktree"])
-def test_a_recipe_that_hides_its_change_from_git_status_is_drift(
-        tmp_path: Path, flag: str) -> None:
-    # The recipe marks a tracked file so that `git status` no longer looks at it, then changes
-    # it: the checkout is not the branch's any more, and the next recipe must not run on it.
-    repo = make_verify_repo(tmp_path, justfile=(
-        f"verify-hide:\n    git update-index {flag} README.md\n"
-        "    echo LOCAL >> README.md\n\nverify-ok:\n    echo ok\n"))
-    first = repo.add_task(1, notes="verify-cmd: just verify-hide")
+def hidden_change_is_drift(repo: VerifyRepo, recipe: str) -> None:
+    """TASK-1 runs `recipe`, which changes README.md where `git status` does not look: its
+    verdict is drift, TASK-2 is skipped, and neither task file is touched."""
+    first = repo.add_task(1, notes=f"verify-cmd: just {recipe}")
     second = repo.add_task(2)
     repo.commit_all()
     before = {p: p.read_bytes() for p in (first, second)}
@@ -177,6 +172,17 @@ def test_a_recipe_that_hides_its_change_from_git_status_is_drift(
                                                                 ("TASK-2", "skipped")], results
     assert "README.md" in results[0]["reason"]
     assert all(p.read_bytes() == b for p, b in before.items())
+
+
+@pytest.mark.parametrize("flag", ["--assume-unchanged", "--skip-worktree"])
+def test_a_recipe_that_hides_its_change_from_git_status_is_drift(
+        tmp_path: Path, flag: str) -> None:
+    # The recipe marks a tracked file so that `git status` no longer looks at it, then changes
+    # it: the checkout is not the branch's any more, and the next recipe must not run on it.
+    repo = make_verify_repo(tmp_path, justfile=(
+        f"verify-hide:\n    git update-index {flag} README.md\n"
+        "    echo LOCAL >> README.md\n\nverify-ok:\n    echo ok\n"))
+    hidden_change_is_drift(repo, "verify-hide")
 
 
 def test_a_recipe_that_makes_git_status_ask_a_lying_fsmonitor_is_drift(tmp_path: Path) -> None:
@@ -189,13 +195,4 @@ def test_a_recipe_that_makes_git_status_ask_a_lying_fsmonitor_is_drift(tmp_path:
         "    git config core.fsmonitorHookVersion 2\n"
         "    git update-index --fsmonitor && git status --porcelain\n"
         "    echo LOCAL >> README.md\n\nverify-ok:\n    echo ok\n"))
-    first = repo.add_task(1, notes="verify-cmd: just verify-lie")
-    second = repo.add_task(2)
-    repo.commit_all()
-    before = {p: p.read_bytes() for p in (first, second)}
-    proc = repo.run("run", *TODAY, "--json")
-    results = json.loads(proc.stdout)["results"]
-    assert [(r["task_id"], r["verdict"]) for r in results] == [("TASK-1", "drift"),
-                                                                ("TASK-2", "skipped")], results
-    assert "README.md" in results[0]["reason"]
-    assert all(p.read_bytes() == b for p, b in before.items())
+    hidden_change_is_drift(repo, "verify-lie")
