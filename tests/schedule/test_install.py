@@ -53,19 +53,6 @@ SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A throwaway HOME, and XDG_RUNTIME_DIR without a systemd manager: nothing is enabled."""
-    home = tmp_path / "home dir"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    runtime = tmp_path / "runtime"
-    runtime.mkdir()
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
-    return home
-
-
-@pytest.fixture
 def program(tmp_path: Path) -> Path:
     """The installed loop-verify, reached through a folder whose name has spaces and a `%`."""
     folder = tmp_path / "my tools 100%" / "bin"

@@ -33,19 +33,6 @@ SYSTEMCTL = shutil.which("systemctl")
 DAY = datetime(2026, 11, 30, 7, 30, tzinfo=UTC)
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A throwaway HOME, and XDG_RUNTIME_DIR without a systemd manager."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    runtime = tmp_path / "runtime"
-    runtime.mkdir()
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
-    return home
-
-
 def config_in(tmp_path: Path) -> Config:
     return write_config(tmp_path / "cfg", schedule="07:30", timezone="UTC", machine="studio")
 
