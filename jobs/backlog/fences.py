@@ -26,24 +26,52 @@ def mask_fences(text: str, start: int = 0, filler: str = FILLER) -> str:
     comment runs to its `-->`)."""
     if not has_fence(text, start):
         return text
-    out = [text[:start]]
+    lines = text[start:].split("\n")
+    for lo, hi, _closed in _blocks(lines):
+        for i in range(lo, hi):
+            lines[i] = filler * len(lines[i])
+    return text[:start] + "\n".join(lines)
+
+
+def unclosed_fence(text: str) -> int | None:
+    """The index of the line that opens a fenced code block `text` never closes, if any."""
+    if not has_fence(text):
+        return None
+    blocks = _blocks(text.split("\n"))
+    return blocks[-1][0] if blocks and not blocks[-1][2] else None
+
+
+def _closer(line: str) -> str | None:
+    m = _OPEN.fullmatch(line)
+    return (m.group(1) or m.group(2)) if m else None
+
+
+def _is_close(line: str, fence: str | None) -> bool:
+    stripped = line.strip(" \t")
+    return fence is not None and stripped.startswith(fence) and stripped.strip(fence[0]) == ""
+
+
+def _blocks(lines: list[str]) -> list[tuple[int, int, bool]]:
+    """The fenced code blocks as line ranges [open, past close) and whether they close; one never
+    closed runs to the end."""
+    blocks: list[tuple[int, int, bool]] = []
     fence: str | None = None  # the run of backticks or tildes that closes the open block
+    opened = 0
     in_comment = False
-    for line in text[start:].split("\n"):
+    for i, line in enumerate(lines):
         if fence is not None:
-            out.append(filler * len(line))
-            stripped = line.strip(" \t")
-            if stripped.startswith(fence) and stripped.strip(fence[0]) == "":
+            if _is_close(line, fence):
                 fence = None
+                blocks.append((opened, i + 1, True))
             continue
         if not in_comment:
-            m = _OPEN.fullmatch(line)
-            if m is not None:
-                fence = m.group(1) or m.group(2)
-                out.append(filler * len(line))
+            fence = _closer(line)
+            if fence is not None:
+                opened = i
                 continue
-        opened, closed = line.rfind("<!--"), line.rfind("-->")
-        if opened >= 0 or closed >= 0:
-            in_comment = opened > closed  # the line's last word opens a comment or ends one
-        out.append(line)
-    return out[0] + "\n".join(out[1:])
+        begun, ended = line.rfind("<!--"), line.rfind("-->")
+        if begun >= 0 or ended >= 0:
+            in_comment = begun > ended  # the line's last word opens a comment or ends one
+    if fence is not None:
+        blocks.append((opened, len(lines), False))
+    return blocks

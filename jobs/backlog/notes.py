@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from jobs.backlog.document import Doc, Line, check_edit, fm_dict, frontmatter_of, parse_doc
+from jobs.backlog.fences import unclosed_fence
 from jobs.backlog.sections import NotesPlace, find_notes
 from jobs.backlog.task import TaskEditError
 
@@ -31,13 +32,27 @@ def defang_note(text: str) -> str:
 
     `<!--` becomes `< !--`, so no line can act as a section marker for the CLI or for us, and a
     line that would read as a `verify-cmd` line gets `> ` before it, so a failure summary never
-    adds a second command to the task (which would make it refused from then on). Text without
-    either is unchanged, so normal notes stay byte-identical to the CLI's.
+    adds a second command to the task (which would make it refused from then on), and a code
+    block it leaves open is not one. Text without any of these is unchanged, so normal notes stay
+    byte-identical to the CLI's.
     """
     if "<!--" in text:
         text = text.replace("<!--", "< !--")
     if "verify-cmd" in text:
         text = _CMD_LIKE.sub(r"\1> ", text)
+    return _close_no_fence(text)
+
+
+def _close_no_fence(text: str) -> str:
+    """A code block the text opens and never closes would run to the end of the file, over the
+    END marker and everything after it; a space after the first backtick or tilde of its fence
+    line makes that line text."""
+    while (at := unclosed_fence(text)) is not None:
+        lines = text.split("\n")
+        line = lines[at]
+        cut = len(line) - len(line.lstrip(" \t")) + 1
+        lines[at] = f"{line[:cut]} {line[cut:]}"
+        text = "\n".join(lines)
     return text
 
 

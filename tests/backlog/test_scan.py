@@ -356,6 +356,19 @@ def test_appended_output_cannot_forge_markers_or_commands() -> None:
     assert again.endswith(b"not verify-cmd: fine\n\nsecond\n<!-- SECTION:NOTES:END -->\n")
 
 
+def test_appended_output_cannot_leave_a_code_block_open() -> None:
+    # A fence the note opens and never closes would run to the end of the file: the END
+    # marker after it would be text, and the next summary would go after the Comments.
+    for fence in ("```", "    ```python", "~~~~", "  ~~~ text"):
+        out = append_notes(CLI_TASK.encode(), f"verify-failed: exited 1\nlast lines of output:\n"
+                                              f"{fence}\n    half a block")
+        again = append_notes(out, "second")
+        assert again.endswith(b"half a block\n\nsecond\n<!-- SECTION:NOTES:END -->\n"), fence
+    # a block the note closes itself is left as it is
+    closed = "output:\n```\n<!-- x -->\n```"
+    assert b"```\n< !-- x -->\n```\n" in append_notes(CLI_TASK.encode(), closed)
+
+
 def test_edit_refuses_anchors_and_aliases_quickly() -> None:
     laughs = "".join(f"k{n}: &k{n} [{', '.join([f'*k{n - 1}'] * 9)}]\n" for n in range(1, 10))
     text = ("---\nid: TASK-1\nstatus: Done\nk0: &k0 [lol, lol]\n" + laughs +
