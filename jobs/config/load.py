@@ -306,6 +306,9 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
         repo_timeout = duration(f"{key}.timeout", item["timeout"]) if "timeout" in item else None
         if not is_work_tree_root(repo_path):
             raise fail(f"{key}.path", str(repo_path), "not a git work tree")
+        first = next((n for n, r in enumerate(repos) if r.path == repo_path.resolve()), None)
+        if first is not None:  # its recipes would run twice a morning
+            raise fail(f"{key}.path", str(repo_path), f"the same repository as repos[{first}]")
         repos.append(RepoConfig(repo_path.resolve(), branch, repo_timeout))
 
     return Config(source=path, repos=tuple(repos), timeout=timeout, kill_grace=grace,

@@ -48,13 +48,14 @@ def test_format_duration_round_trips() -> None:
 
 def test_full_config(tmp_path: Path) -> None:
     app = git_repo(tmp_path / "app")
+    other = git_repo(tmp_path / "other")
     cfg = tmp_path / "config.yaml"
     cfg.write_text(
-        "repos:\n  - path: app\n    branch: trunk\n    timeout: 2h\n  - app\n"
+        "repos:\n  - path: app\n    branch: trunk\n    timeout: 2h\n  - other\n"
         "timeout: 90s\nkill_grace: 3s\ntimezone: Europe/London\nschedule: '06:05'\n"
         "state_dir: state\nlog_file: logs/x.jsonl\nledger: sqlite:////tmp/l.db\n")
     config = load_config(cfg, env={})
-    assert [r.path for r in config.repos] == [app.resolve(), app.resolve()]
+    assert [r.path for r in config.repos] == [app.resolve(), other.resolve()]
     assert config.repos[0].branch == "trunk" and config.repos[1].branch == "main"
     assert config.timeout_for(config.repos[0]) == 7200
     assert config.timeout_for(config.repos[1]) == 90
@@ -241,3 +242,17 @@ def test_command_line_errors_name_the_option_once(tmp_path: Path) -> None:
         assert str(exc).startswith("command line: --repo: not a git work tree")
     else:
         raise AssertionError("a missing --repo must be refused")
+
+
+def test_a_repository_listed_twice_is_a_configuration_error(tmp_path: Path) -> None:
+    # Listed twice, its recipes would run twice a morning (and the two items may disagree on
+    # branch or timeout): the second item is named, with the first.
+    git_repo(tmp_path / "app")
+    (tmp_path / "link").symlink_to(tmp_path / "app")
+    cfg = tmp_path / "c.yaml"
+    for second in ("./app/", "link", str(tmp_path / "app")):
+        cfg.write_text(f"repos:\n  - app\n  - path: {second}\n    branch: main\n")
+        with pytest.raises(ConfigError) as exc:
+            load_config(cfg, env={})
+        assert f"{cfg}:3: repos[1].path" in str(exc.value)
+        assert "the same repository as repos[0]" in str(exc.value)
