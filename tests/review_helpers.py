@@ -16,7 +16,7 @@ import subprocess
 import sys
 import uuid
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, time, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -265,7 +265,7 @@ def earlier_mornings(ledger: Path, app: VerifyRepo, machine: str, now: datetime)
                               exit_code=0 if verdict == "pass" else 3, machine=machine))
         # Today's runs, from their attempts, as `run` will record them itself.
         today: dict[tuple[str, str], list[Attempt]] = {}
-        for a in book.history(since=now.date()):
+        for a in book.history(since=datetime.combine(now.date(), time.min, tzinfo=UTC)):
             if not a.run_id.startswith("earlier-"):
                 today.setdefault((a.run_id, a.machine or machine), []).append(a)
         for (run_id, mach), found in today.items():

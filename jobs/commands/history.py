@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from datetime import UTC, datetime, time
+from datetime import datetime, time
 
 from jobs.commands.common import parse_date, setup
 from jobs.config.load import expand_user
@@ -20,15 +20,16 @@ def main(*, config_path: str | None, since: str | None, repo: str | None, machin
          as_json: bool, runs: bool = False) -> int:
     config = setup(config_path)
     since_day = parse_date(since, "--since") if since else None
+    # The day starts in the configured zone, as `run --today` and `review --since` take a day.
+    start = datetime.combine(since_day, time.min, tzinfo=config.timezone) if since_day else None
     ledger = Ledger(config.ledger, machine=config.machine)
     try:
         if runs:
             if repo:
                 raise UsageError("--runs lists whole runs: it takes no --repo")
-            start = datetime.combine(since_day, time.min, tzinfo=UTC) if since_day else None
             return show_runs(read_runs(ledger, since=start, machine=machine or None), as_json)
         repo_path = matching_repo(ledger, repo) if repo else None
-        attempts = ledger.history(since=since_day, repo=repo_path, machine=machine or None)
+        attempts = ledger.history(since=start, repo=repo_path, machine=machine or None)
     finally:
         ledger.close()
     if as_json:

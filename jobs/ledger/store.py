@@ -15,7 +15,7 @@ from __future__ import annotations
 import time as time_module
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from datetime import date, datetime, time
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -334,11 +334,12 @@ class Ledger:
                  .order_by(attempts.c.id))
         return list(self._select(query))
 
-    def history(self, *, since: date | None = None, repo: str | None = None,
+    def history(self, *, since: datetime | None = None, repo: str | None = None,
                 machine: str | None = None) -> list[Attempt]:
+        """The attempts that started at `since` or later (every one without it), oldest first."""
         query = sa.select(attempts).order_by(attempts.c.started_at, attempts.c.id)
         if since is not None:
-            query = query.where(attempts.c.started_at >= datetime.combine(since, time.min))
+            query = query.where(attempts.c.started_at >= naive_utc(since))
         if repo is not None:
             query = query.where(attempts.c.repo == repo)
         if machine is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -42,7 +42,8 @@ def exercise(url: str) -> None:
         assert ledger.pending("/a") == []
 
         assert [a.verdict for a in ledger.history()] == ["pass", "fail", "skipped"]
-        assert [a.task_id for a in ledger.history(since=date(2026, 11, 30))] == ["TASK-2", None]
+        since = datetime(2026, 11, 30, tzinfo=UTC)
+        assert [a.task_id for a in ledger.history(since=since)] == ["TASK-2", None]
         assert [a.verdict for a in ledger.history(repo="/b")] == ["skipped"]
         assert ledger.history(repo="/a")[1].commit_sha == "d" * 40
         assert ledger.history()[0].to_json()["started_at"] == "2026-11-28T07:30:00Z"
