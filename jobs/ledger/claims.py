@@ -53,6 +53,7 @@ _TAKE_FINISHED = claims.update().where(
 _OF_RUN = sa.select(claims.c.key, claims.c.machine).where(
     claims.c.identity == sa.bindparam("c_identity"), claims.c.task_id == sa.bindparam("c_task"),
     claims.c.label_date == sa.bindparam("c_date"), claims.c.run_id == sa.bindparam("c_run"))
+_SERVER_NOW = sa.select(sa.func.now())
 _COMMIT_OF = sa.select(attempts.c.commit_sha).where(
     attempts.c.run_id == sa.bindparam("c_run"), attempts.c.task_id == sa.bindparam("c_task"),
     attempts.c.label_date == sa.bindparam("c_date"),
@@ -103,6 +104,20 @@ class Held:
         return f"verified {who} at {at}" + (f" ({what})" if what else "")
 
 
+def _clock(ledger: Ledger, now: datetime | None) -> datetime:
+    """The moment claims are written and judged at. Every machine on a PostgreSQL ledger reads
+    the server's clock, so one whose own clock is off neither takes over a live claim as expired
+    nor writes claims that are born expired; a SQLite ledger is read on this machine's clock.
+
+    Raises SQLAlchemyError when the ledger cannot be reached."""
+    if now is not None:
+        return naive_utc(now)
+    if ledger.engine.dialect.name == "sqlite":
+        return naive_utc(datetime.now(UTC))
+    moment = ledger.execute("clock", lambda conn: conn.execute(_SERVER_NOW).scalar_one())
+    return naive_utc(moment)
+
+
 def take(ledger: Ledger, claim: Claim, *, repo: str, ttl: float, now: datetime | None = None,
          is_dead: Callable[[str], bool] | None = None) -> Held | None:
     """Claim the verification; None when it is ours to run, else who holds it.
@@ -112,7 +127,7 @@ def take(ledger: Ledger, claim: Claim, *, repo: str, ttl: float, now: datetime |
 
     Raises SQLAlchemyError when the ledger cannot be reached: without a claim nothing runs.
     """
-    moment = naive_utc(now or datetime.now(UTC))
+    moment = _clock(ledger, now)
     expires = moment + timedelta(seconds=ttl)
     values = {"key": claim.key, "identity": claim.identity, "task_id": claim.task_id,
               "label_date": claim.label_date, "machine": claim.machine, "run_id": claim.run_id,
@@ -184,7 +199,7 @@ def take_over_finished(ledger: Ledger, claim: Claim, held: Held, *, repo: str, t
     ours; False when another machine took it first.
 
     Raises SQLAlchemyError when the ledger cannot be reached."""
-    moment = naive_utc(now or datetime.now(UTC))
+    moment = _clock(ledger, now)
     values = {"machine": claim.machine, "run_id": claim.run_id, "repo": repo,
               "claimed_at": moment, "expires_at": moment + timedelta(seconds=ttl),
               "finished_at": None, "verdict": None}
@@ -217,7 +232,7 @@ def keep(ledger: Ledger, claim: Claim, *, ttl: float, now: datetime | None = Non
     (it expired and another machine took it over, or it was settled).
 
     Raises SQLAlchemyError when the ledger cannot be reached."""
-    expires = naive_utc(now or datetime.now(UTC)) + timedelta(seconds=ttl)
+    expires = _clock(ledger, now) + timedelta(seconds=ttl)
     done = ledger.execute("claim", lambda conn: conn.execute(
         _KEEP, {"c_key": claim.key, "c_run": claim.run_id, "c_expires": expires}))
     return bool(done.rowcount == 1)

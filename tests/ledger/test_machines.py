@@ -14,6 +14,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import datetime, timedelta, tzinfo
 from pathlib import Path
 from typing import Any
 
@@ -489,3 +490,37 @@ def test_a_kept_verdict_whose_commit_was_undone_frees_the_task_for_a_fresh_run(
     assert fresh.returncode == 0, fresh.stdout + fresh.stderr
     assert fresh.stdout.startswith("pass     app TASK-1  just verify-ok"), fresh.stdout
     assert verdict_commits(alpha) == ["TASK-1"]
+
+
+
+def _skewed(offset: timedelta) -> type[datetime]:
+    """A `datetime` whose now() is this machine's clock set `offset` off."""
+    class Skewed(datetime):
+        @classmethod
+        def now(cls, tz: tzinfo | None = None) -> Skewed:  # type: ignore[override]
+            return cls.fromtimestamp((datetime.now(tz) + offset).timestamp(), tz)
+    return Skewed
+
+
+@pytest.mark.parametrize("skewed", ["the machine asking", "the machine holding"])
+def test_claims_live_by_the_servers_clock_not_a_skewed_machines(
+        ledger_url: str, skewed: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A machine whose clock runs ahead would see a live claim as expired (and run the recipe a
+    # second time); one whose clock runs behind would write claims that expire at once.
+    alpha, beta = Ledger(ledger_url, machine="alpha"), Ledger(ledger_url, machine="beta")
+    hours = timedelta(hours=2)
+    try:
+        def claim(run: str, machine: str) -> claims.Claim:
+            return claims.Claim("key", "example.com/app", "TASK-1", "2026-11-30", run, machine)
+
+        monkeypatch.setattr(claims, "datetime",
+                            _skewed(-hours if skewed == "the machine holding" else hours * 0))
+        assert claims.take(alpha, claim("run-a", "alpha"), repo="/a", ttl=600) is None
+        assert claims.keep(alpha, claim("run-a", "alpha"), ttl=600)
+        monkeypatch.setattr(claims, "datetime",
+                            _skewed(hours if skewed == "the machine asking" else hours * 0))
+        held = claims.take(beta, claim("run-b", "beta"), repo="/b", ttl=600)
+        assert held is not None and held.machine == "alpha" and not held.finished
+    finally:
+        alpha.close()
+        beta.close()
