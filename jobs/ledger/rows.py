@@ -110,4 +110,21 @@ def run_from_row(row: sa.Row[Any]) -> Run:
     return Run(run_id=data["run_id"], machine=data["machine"], config=data["config"],
                trigger=data["trigger"], started_at=data["started_at"].replace(tzinfo=UTC),
                ended_at=(data["ended_at"].replace(tzinfo=UTC) if data["ended_at"] else None),
-               exit_code=data["exit_code"], counts=json.loads(data["counts"] or "{}"))
+               exit_code=_integer(data["exit_code"]), counts=_counts(data["counts"]))
+
+
+def _integer(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _counts(text: object) -> dict[str, int]:
+    """A runs row's verdict counts. Another machine of a shared ledger may have written the row
+    (SQLite keeps any value in any column): anything but a JSON object of whole numbers is
+    taken as no counts rather than ending `review` or `history` over one row."""
+    try:
+        data = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(k, str) and _integer(v) is not None}

@@ -60,7 +60,7 @@ def _sha(sha: str | None, site: Site | None) -> str:
 
 
 def _counts(counts: Counter[str] | dict[str, int], order: tuple[str, ...] = SEVERITY) -> str:
-    return ", ".join(f"{counts[v]} {v}" for v in order if counts.get(v)) or "none"
+    return ", ".join(f"{counts[v]} {md(v)}" for v in order if counts.get(v)) or "none"
 
 
 def render_markdown(review: Review, generated_at: datetime) -> str:

@@ -258,6 +258,17 @@ class LedgerReader:
         recorded = [run_from_row(r) for r in conn.execute(
             sa.select(runs).where(*window).order_by(runs.c.started_at, runs.c.run_id))]
         a = attempts.c
+        # A run killed before its end (SIGKILL, the OOM killer) never wrote its counts: its
+        # attempts tell what it did, never "nothing due".
+        unfinished = {r.run_id: r for r in recorded if r.ended_at is None and not r.counts}
+        if unfinished:
+            ended_none = sa.select(runs.c.run_id).where(*window, runs.c.ended_at.is_(None))
+            told = (sa.select(a.run_id, a.verdict, sa.func.count())
+                    .where(a.run_id.in_(ended_none.scalar_subquery()))
+                    .group_by(a.run_id, a.verdict))
+            for run_id, verdict, n in conn.execute(told).fetchall():
+                if run_id in unfinished:
+                    unfinished[run_id].counts[verdict] = int(n)
         machine = self._machine()
         where: list[Any] = [a.started_at >= _naive(since), a.started_at < _naive(until),
                             a.run_id.not_in(sa.select(runs.c.run_id).scalar_subquery())]

@@ -233,3 +233,46 @@ def test_markdown_answers_the_morning_questions(world: ReviewWorld) -> None:
     # One group for both clones of app; the passes as a list per task.
     assert "| app-clone |" not in text and "app-clone TASK" not in text
     assert "## Passes (" in text and "- app TASK-0 — Clone-only check: 1 pass(es)" in text
+
+
+def test_a_run_killed_mid_run_shows_what_it_did_before_it_died(tmp_path: Path) -> None:
+    # A run killed by SIGKILL (the OOM killer) never writes its end: its row has no counts, and
+    # the review said "nothing due" for a morning that had failed a task before it died.
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from project import ROOT
+    from verify_helpers import make_verify_repo
+
+    hold = tmp_path / "hold"
+    os.mkfifo(hold)
+    justfile = f"verify-bad:\n    exit 1\n\nverify-held:\n    cat {hold} > /dev/null\n"
+    repo = make_verify_repo(tmp_path / "r", justfile=justfile)
+    repo.add_task(1, notes="verify-cmd: just verify-bad")
+    repo.add_task(2, notes="verify-cmd: just verify-held")
+    repo.commit_all("tasks")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, "-m", "jobs.main", "run", "--config",
+                             str(repo.config_path), "--today", "2026-11-30"],
+                            cwd=repo.root, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        # Opening the FIFO returns once the second recipe reads it: the first one is recorded.
+        writer = os.open(hold, os.O_WRONLY)
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait(timeout=60) == -signal.SIGKILL
+        os.close(writer)  # the recipe, which outlives the run, ends too
+    finally:
+        proc.kill()
+
+    for fmt, unfinished in (("markdown", "| not finished |"), ("html", ">not finished<")):
+        out = tmp_path / f"review.{fmt}"
+        done = repo.run("review", "--config", str(repo.config_path), "--format", fmt,
+                        "--out", str(out))
+        assert done.returncode == 0, done.stderr
+        [row] = [line for line in out.read_text(encoding="utf-8").split("<tr")
+                 if unfinished in line] if fmt == "html" else \
+            [line for line in out.read_text(encoding="utf-8").splitlines() if unfinished in line]
+        assert "nothing due" not in row and "1 fail" in row, row

@@ -99,3 +99,38 @@ def test_the_review_reads_only_the_head_of_a_task_file_for_its_title(tmp_path: P
     task.write_bytes(head)
     assert done.returncode == 0, done.stderr
     assert "TASK-1 — Task 1" in out.read_text(encoding="utf-8")
+
+
+def test_a_runs_row_another_machine_wrote_is_shown_as_text_and_a_malformed_one_stops_nothing(
+        tmp_path: Path) -> None:
+    # A runs row's verdict counts went into the HTML page as they were (`<img onerror=…>` ran in
+    # the owner's browser), and its counts keys and exit code into the Markdown report; a row
+    # whose counts were not a JSON object ended `review` and `history --runs` with an
+    # unexpected error: one bad row hid every run.
+    import sqlite3
+
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    assert repo.run("run", *TODAY).returncode == 0
+    hostile = [
+        ("h1", '{"fail": "<img src=x onerror=alert(1)>", "<script>k</script>": 2}', 1),
+        ("h2", '{"pass": 1}', "<b>code</b>"),
+        ("h3", "[1, 2]", 0),
+        ("h4", "not json", 0),
+    ]
+    with sqlite3.connect(repo.state_dir / "ledger.db") as db:
+        for n, (run_id, counts, exit_code) in enumerate(hostile, start=1):
+            db.execute("INSERT INTO runs VALUES (?, 'other', NULL, 'manual', ?, ?, ?, ?)",
+                       (run_id, f"2026-11-2{n} 07:30:00.000000", f"2026-11-2{n} 07:31:00.000000",
+                        exit_code, counts))
+
+    for fmt in ("markdown", "html"):
+        out = tmp_path / f"review.{fmt}"
+        done = repo.run("review", "--config", str(repo.config_path), "--format", fmt,
+                        "--since", "2026-11-01", "--until", "2026-11-30", "--out", str(out))
+        assert done.returncode == 0, done.stderr
+        report = out.read_text(encoding="utf-8")
+        assert "<img" not in report and "<script>k" not in report and "<b>code" not in report
+        assert "&lt;script&gt;k" in report, fmt
+    listed = repo.run("history", "--runs")
+    assert listed.returncode == 0, listed.stderr
+    assert len(listed.stdout.splitlines()) == 5
