@@ -17,7 +17,8 @@ Read where the contract leaves room (docs/audit.md "Release commits"):
 * a release never lowers a version's numbers: `memmap2 = "0.9.4"` rewritten to the release's
   `0.4.0` is code (an older dependency) dressed as a version bump, and is refused. This is
   stricter than the contract's words (`never_lower=False` judges by those alone); a pre-release
-  of the same numbers (`2.25.1` → `2.25.1rc0`) is not lowering.
+  of the same numbers (`2.25.1` → `2.25.1rc0`) is not lowering. A manifest's values are not
+  lowered either (release-please reads them as each component's last release).
 
 Plain functions of plain data: the evidence side gives the files' checked contents.
 """
@@ -76,7 +77,7 @@ def release_content(commit: Commit, tags: Sequence[str], *, never_lower: bool = 
         return Refused("its files", "what it changes was not read")
     if not commit.changes:
         return Refused("its files", "it changes no file")
-    made, manifest_refusal = _manifest_versions(commit.changes)
+    made, manifest_refusal = _manifest_versions(commit.changes, never_lower)
     if manifest_refusal is not None:
         return manifest_refusal
     # The manifests' changed values are changed versions too: a bump sets none to a release.
@@ -99,7 +100,8 @@ def versions_in(text: str) -> list[str]:
     return [m.group("version") for m in VERSION.finditer(text)]
 
 
-def _manifest_versions(changes: Iterable[FileChange]) -> tuple[set[str], Refused | None]:
+def _manifest_versions(changes: Iterable[FileChange], never_lower: bool
+                       ) -> tuple[set[str], Refused | None]:
     """The versions the manifests' changes make (their changed or added values), or why a
     manifest refuses the commit."""
     made: set[str] = set()
@@ -120,6 +122,10 @@ def _manifest_versions(changes: Iterable[FileChange]) -> tuple[set[str], Refused
                 continue
             if not isinstance(value, str) or not _is_version(value):
                 return made, Refused(change.path, f"value of {key!r} ({value!r}) is no version")
+            was = old.get(key)
+            if never_lower and isinstance(was, str) and _lowers(was, value):
+                return made, Refused(change.path, f"value of {key!r} {was} → {value} lowers a "
+                                     "version (a release only raises them)")
             made.add(value)
     return made, None
 

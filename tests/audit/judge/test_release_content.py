@@ -163,3 +163,19 @@ def test_a_snapshot_bump_sets_no_manifest_value_to_a_release_version() -> None:
     honest = change(".release-please-manifest.json", '{".": "1.0.0"}', '{".": "1.0.1-SNAPSHOT"}')
     assert judge("chore(main): release 1.0.1-SNAPSHOT", honest, bump) == Release(
         frozenset({"1.0.1-SNAPSHOT"}), True)
+
+
+def test_a_manifest_never_lowers_a_version_either() -> None:
+    """The manifest is where release-please reads each component's last release: lowered, the
+    next release re-makes an older version, so it is refused as a file's lowered version is."""
+    lowered = change(".release-please-manifest.json", '{".": "2.0.0", "a": "1.0.0"}',
+                     '{".": "1.0.0", "a": "1.0.0"}')
+    assert judge("chore(main): release 1.0.0", lowered, tags=("v1.0.0",)) == Refused(
+        ".release-please-manifest.json",
+        "value of '.' 2.0.0 → 1.0.0 lowers a version (a release only raises them)")
+    pre = change(".release-please-manifest.json", '{".": "2.0.0"}', '{".": "2.0.0-rc.1"}')
+    assert isinstance(judge("chore(main): release 2.0.0-rc.1", pre, tags=("v2.0.0-rc.1",)),
+                      Release)
+    assert isinstance(release_content(
+        Commit("c" * 40, ("b" * 40,), "chore: release 1.0.0", (), (), (), (lowered,)),
+        ("v1.0.0",), never_lower=False), Release)
