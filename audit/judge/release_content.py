@@ -19,6 +19,9 @@ Read where the contract leaves room (docs/audit.md "Release commits"):
   stricter than the contract's words (`never_lower=False` judges by those alone); a pre-release
   of the same numbers (`2.25.1` → `2.25.1rc0`) is not lowering. A manifest's values are not
   lowered either (release-please reads them as each component's last release).
+* when the tags on the commit name versions, those are the versions it makes (each tag must
+  have a bot release): a manifest value no tag names is refused, and the subject adds none
+  (`released_only=False` judges by the contract's sources alone).
 
 Plain functions of plain data: the evidence side gives the files' checked contents.
 """
@@ -65,8 +68,8 @@ class Refused:
     why: str
 
 
-def release_content(commit: Commit, tags: Sequence[str], *, never_lower: bool = True
-                    ) -> Release | Refused:
+def release_content(commit: Commit, tags: Sequence[str], *, never_lower: bool = True,
+                    released_only: bool = True) -> Release | Refused:
     """Judge a commit whose subject is shaped like a release by what it changes. `tags`: the
     names of the tags on it."""
     subject = commit.subject or ""
@@ -77,13 +80,17 @@ def release_content(commit: Commit, tags: Sequence[str], *, never_lower: bool = 
         return Refused("its files", "what it changes was not read")
     if not commit.changes:
         return Refused("its files", "it changes no file")
-    made, manifest_refusal = _manifest_versions(commit.changes, never_lower)
+    tagged = {v for t in tags for v in versions_in(t)}
+    # Each tag on a release commit must have a bot release, so when the tags name versions,
+    # those are the versions released; any other would move a file to a version never released.
+    released = (tagged, tags) if released_only and tagged else None
+    made, manifest_refusal = _manifest_versions(commit.changes, never_lower, released)
     if manifest_refusal is not None:
         return manifest_refusal
     # The manifests' changed values are changed versions too: a bump sets none to a release.
     changed: list[str] = sorted(made)
     if not made:
-        made = {*versions_in(match.group("rest")), *(v for t in tags for v in versions_in(t))}
+        made = set(tagged) if released else {*versions_in(match.group("rest")), *tagged}
     in_files: list[str] = []
     for change in commit.changes:
         refusal = _judge_file(change, made, in_files, never_lower)
@@ -100,7 +107,8 @@ def versions_in(text: str) -> list[str]:
     return [m.group("version") for m in VERSION.finditer(text)]
 
 
-def _manifest_versions(changes: Iterable[FileChange], never_lower: bool
+def _manifest_versions(changes: Iterable[FileChange], never_lower: bool,
+                       released: tuple[set[str], Sequence[str]] | None
                        ) -> tuple[set[str], Refused | None]:
     """The versions the manifests' changes make (their changed or added values), or why a
     manifest refuses the commit."""
@@ -126,6 +134,9 @@ def _manifest_versions(changes: Iterable[FileChange], never_lower: bool
             if never_lower and isinstance(was, str) and _lowers(was, value):
                 return made, Refused(change.path, f"value of {key!r} {was} → {value} lowers a "
                                      "version (a release only raises them)")
+            if released and value not in released[0] and not value.endswith(SNAPSHOT):
+                return made, Refused(change.path, f"value of {key!r} ({value}) is a version no "
+                                     f"tag on the commit names ({', '.join(released[1])})")
             made.add(value)
     return made, None
 

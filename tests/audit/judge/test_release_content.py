@@ -179,3 +179,27 @@ def test_a_manifest_never_lowers_a_version_either() -> None:
     assert isinstance(release_content(
         Commit("c" * 40, ("b" * 40,), "chore: release 1.0.0", (), (), (), (lowered,)),
         ("v1.0.0",), never_lower=False), Release)
+
+
+def test_a_version_no_tag_on_the_commit_names_has_no_release() -> None:
+    """A release's versions are those its tags name (each has a bot release): a manifest key
+    added or bumped to a version no tag names, or a subject naming one, makes no version a
+    dependency may be moved to."""
+    manifest = change(".release-please-manifest.json", '{".": "1.4.0"}',
+                      '{".": "1.4.1", "zz": "6.6.6"}')
+    dep = change("package.json", '"lodash": "4.17.21",\n', '"lodash": "6.6.6",\n')
+    assert judge("chore(main): release 1.4.1", manifest, dep, tags=("v1.4.1",)) == Refused(
+        ".release-please-manifest.json",
+        "value of 'zz' (6.6.6) is a version no tag on the commit names (v1.4.1)")
+    ahead = change(".release-please-manifest.json", '{".": "1.4.0"}', '{".": "1.5.0"}')
+    assert isinstance(judge("chore(main): release 1.4.1", ahead, tags=("v1.4.1",)), Refused)
+    subject_only = change("package.json", '"dep": "1.0.0",\n', '"dep": "9.9.9",\n')
+    assert judge("chore(main): release 9.9.9", subject_only, tags=("v1.4.1",)) == Refused(
+        "package.json line 1", "1.0.0 → 9.9.9: not a version this release makes (1.4.1)")
+    # Tags that name no version (gax-go's `release-please-514`) leave the subject's and the
+    # manifest's versions as they are; so does a commit with no tag (a -SNAPSHOT bump).
+    assert isinstance(judge("chore(main): release 1.5.0", ahead,
+                            tags=("release-please-514",)), Release)
+    assert isinstance(release_content(
+        Commit("c" * 40, ("b" * 40,), "chore: release 1.4.1", (), (), (), (manifest, dep)),
+        ("v1.4.1",), released_only=False), Release)
