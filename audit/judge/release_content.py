@@ -14,6 +14,8 @@ Read where the contract leaves room (docs/audit.md "Release commits"):
   of `X` (`X-beta-SNAPSHOT` for a bump to `X-SNAPSHOT`), as release-please's Java strategies
   version a library's proto and grpc artifacts;
 * `X-SNAPSHOT` → `X` is a change to a version this release makes too;
+* a build number the old version carried may stay beside the released version, changed
+  (release-please's Dart updater: `version: 1.2.3+4` → `1.3.0+5` in a release of `1.3.0`);
 * a release never lowers a version's numbers: `memmap2 = "0.9.4"` rewritten to the release's
   `0.4.0` is code (an older dependency) dressed as a version bump, and is refused. This is
   stricter than the contract's words (`never_lower=False` judges by those alone); a pre-release
@@ -197,6 +199,11 @@ def _judge_line(old: str, new: str, made: set[str], changed: list[str], never_lo
 
 def _made_by(now: str, was: str, made: set[str]) -> bool:
     if now in made or (was.endswith(SNAPSHOT) and was[:-len(SNAPSHOT)] == now):
+        return True
+    # A build number the old version carried stays beside the released one (Dart's pubspec
+    # `1.2.3+4` → `1.3.0+5`): build metadata is no part of which version is installed.
+    released, build, _ = now.partition("+")
+    if build and "+" in was and released in made:
         return True
     for version in made:
         core = VERSION.fullmatch(version)

@@ -203,3 +203,16 @@ def test_a_version_no_tag_on_the_commit_names_has_no_release() -> None:
     assert isinstance(release_content(
         Commit("c" * 40, ("b" * 40,), "chore: release 1.4.1", (), (), (), (manifest, dep)),
         ("v1.4.1",), released_only=False), Release)
+
+
+def test_a_build_number_carried_beside_the_version_may_change() -> None:
+    """release-please's Dart updater keeps a pubspec's `+build` and increments it (`1.2.3+4` →
+    `1.3.0+5`): the version is still the one released. A build added where none was is not."""
+    subject, tags = "chore(main): release 1.3.0", ("v1.3.0",)
+    dart = change("pubspec.yaml", "version: 1.2.3+4\n", "version: 1.3.0+5\n")
+    assert judge(subject, dart, tags=tags) == Release(frozenset({"1.3.0"}), False)
+    added = change("pubspec.yaml", "version: 1.2.3\n", "version: 1.3.0+5\n")
+    assert judge(subject, added, tags=tags) == Refused(
+        "pubspec.yaml line 1", "1.2.3 → 1.3.0+5: not a version this release makes (1.3.0)")
+    other = change("pubspec.yaml", "version: 1.2.3+4\n", "version: 1.3.1+5\n")
+    assert isinstance(judge(subject, other, tags=tags), Refused)
