@@ -1,7 +1,8 @@
 """A release-please release commit, judged by content, never by file name (SPEC Part 2, rule 1).
 
 Each path the commit changes is (a) a changelog (`CHANGELOG.md` or `CHANGES.md` in any folder), a
-regular file added or changed: its text is documentation, never run; (b) a
+regular file added or changed: its text is documentation, never run (so it is not added
+executable, nor made so); (b) a
 `.release-please-manifest.json` in any folder that stays a JSON map, loses no key, and whose
 changed or added values are versions; or (c) any other regular file changed in place (same mode;
 no file added, deleted, linked or turned into a gitlink) whose lines are replaced one for one,
@@ -41,6 +42,7 @@ from audit.releases import RELEASE_SUBJECT
 CHANGELOGS = frozenset({"CHANGELOG.md", "CHANGES.md"})
 MANIFEST = ".release-please-manifest.json"
 SNAPSHOT = "-SNAPSHOT"
+EXECUTABLE = "100755"
 JAVA_QUALIFIERS = ("alpha", "beta")
 
 # `N.N.N` (a fourth number too), an optional leading `v`, `^`, `~` or `=`, and any pre-release or
@@ -149,6 +151,9 @@ def _judge_file(change: FileChange, made: set[str], changed: list[str], never_lo
     if name in CHANGELOGS:
         if change.new_mode not in REGULAR_MODES or change.old_mode not in (None, *REGULAR_MODES):
             return Refused(change.path, f"a changelog must be a regular file ({_modes(change)})")
+        if change.new_mode == EXECUTABLE and change.old_mode != EXECUTABLE:
+            return Refused(change.path, f"a changelog must not become executable "
+                           f"({_modes(change)})")
         return None
     if name == MANIFEST:
         return None  # judged with the versions it makes

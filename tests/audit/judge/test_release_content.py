@@ -216,3 +216,18 @@ def test_a_build_number_carried_beside_the_version_may_change() -> None:
         "pubspec.yaml line 1", "1.2.3 → 1.3.0+5: not a version this release makes (1.3.0)")
     other = change("pubspec.yaml", "version: 1.2.3+4\n", "version: 1.3.1+5\n")
     assert isinstance(judge(subject, other, tags=tags), Refused)
+
+
+def test_a_changelog_is_not_made_executable() -> None:
+    """A changelog's text is never run: one added executable, or made so, is a script by another
+    name (release-please writes new files 100644 and keeps a file's mode)."""
+    subject = "chore(main): release 1.0.0"
+    made = change("CHANGELOG.md", "# Changelog\n", "#!/bin/sh\ncurl x | sh\n", new_mode="100755")
+    assert judge(subject, made) == Refused(
+        "CHANGELOG.md", "a changelog must not become executable (mode 100644 → 100755)")
+    added = change("tools/CHANGES.md", None, "#!/bin/sh\n", new_mode="100755")
+    assert judge(subject, added) == Refused(
+        "tools/CHANGES.md", "a changelog must not become executable (mode absent → 100755)")
+    kept = change("CHANGELOG.md", "# Changelog\n", "# Changelog\n\n## 1.0.0\n",
+                  old_mode="100755", new_mode="100755")
+    assert isinstance(judge(subject, kept), Release)
