@@ -17,6 +17,8 @@ Read where the contract leaves room (docs/audit.md "Release commits"):
 * `X-SNAPSHOT` → `X` is a change to a version this release makes too;
 * a build number the old version carried may stay beside the released version, changed
   (release-please's Dart updater: `version: 1.2.3+4` → `1.3.0+5` in a release of `1.3.0`);
+* a fourth number kept as it was beside a version the release makes (`1.4.0.0` → `1.4.1.0`,
+  as the generic updater rewrites a .NET version);
 * a release never lowers a version's numbers: `memmap2 = "0.9.4"` rewritten to the release's
   `0.4.0` is code (an older dependency) dressed as a version bump, and is refused. This is
   stricter than the contract's words (`never_lower=False` judges by those alone); a pre-release
@@ -210,6 +212,14 @@ def _made_by(now: str, was: str, made: set[str]) -> bool:
     released, build, _ = now.partition("+")
     if build and "+" in was and released in made:
         return True
+    # A fourth number kept as it was beside the `N.N.N` the release sets (the generic updater
+    # replaces the first three numbers of a .NET `1.4.0.0`): the version is still `N.N.N`.
+    a, b = VERSION.fullmatch(now), VERSION.fullmatch(was)
+    if a is not None and b is not None:
+        head, dot, fourth = a.group("core").rpartition(".")
+        if head.count(".") == 2 and b.group("core").count(".") == 3 \
+                and b.group("core").endswith(dot + fourth):
+            return _made_by(head + a.group("suffix"), was, made)
     for version in made:
         core = VERSION.fullmatch(version)
         if core is None:

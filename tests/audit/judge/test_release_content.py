@@ -231,3 +231,20 @@ def test_a_changelog_is_not_made_executable() -> None:
     kept = change("CHANGELOG.md", "# Changelog\n", "# Changelog\n\n## 1.0.0\n",
                   old_mode="100755", new_mode="100755")
     assert isinstance(judge(subject, kept), Release)
+
+
+def test_a_fourth_number_kept_beside_the_release_passes() -> None:
+    """release-please's generic updater (`x-release-please-version`) replaces the `N.N.N` it
+    finds and keeps what follows: a .NET `1.4.0.0` becomes `1.4.1.0` in a release of `1.4.1`.
+    The fourth number must stay as it was."""
+    subject, tags = "chore(main): release 1.4.1", ("v1.4.1",)
+    marker = " // x-release-please-version"
+    kept = change("AssemblyInfo.cs", f'[assembly: AssemblyVersion("1.4.0.0")]{marker}\n',
+                  f'[assembly: AssemblyVersion("1.4.1.0")]{marker}\n')
+    assert isinstance(judge(subject, kept, tags=tags), Release)
+    moved = change("AssemblyInfo.cs", f'[assembly: AssemblyVersion("1.4.0.0")]{marker}\n',
+                   f'[assembly: AssemblyVersion("1.4.1.7")]{marker}\n')
+    assert judge(subject, moved, tags=tags) == Refused(
+        "AssemblyInfo.cs line 1", "1.4.0.0 → 1.4.1.7: not a version this release makes (1.4.1)")
+    lowered = change("x.txt", "9.0.0.1\n", "1.4.1.1\n")
+    assert isinstance(judge(subject, lowered, tags=tags), Refused)
