@@ -1,7 +1,8 @@
 """A release-please release commit, judged by content, never by file name (SPEC Part 2, rule 1).
 
 Each path the commit changes is (a) a changelog (`CHANGELOG.md` or `CHANGES.md` in any folder), a
-regular file added or changed: its text is documentation, never run; (b) a
+regular file added or changed: its text is documentation, never run (so it is not added
+executable, nor made so); (b) a
 `.release-please-manifest.json` in any folder that stays a JSON map, loses no key, and whose
 changed or added values are versions; or (c) any other regular file changed in place (same mode;
 no file added, deleted, linked or turned into a gitlink) whose lines are replaced one for one,
@@ -14,10 +15,18 @@ Read where the contract leaves room (docs/audit.md "Release commits"):
   of `X` (`X-beta-SNAPSHOT` for a bump to `X-SNAPSHOT`), as release-please's Java strategies
   version a library's proto and grpc artifacts;
 * `X-SNAPSHOT` → `X` is a change to a version this release makes too;
+* a build number the old version carried may stay beside the released version, changed
+  (release-please's Dart updater: `version: 1.2.3+4` → `1.3.0+5` in a release of `1.3.0`);
+* a fourth number kept as it was beside a version the release makes (`1.4.0.0` → `1.4.1.0`,
+  as the generic updater rewrites a .NET version);
 * a release never lowers a version's numbers: `memmap2 = "0.9.4"` rewritten to the release's
   `0.4.0` is code (an older dependency) dressed as a version bump, and is refused. This is
   stricter than the contract's words (`never_lower=False` judges by those alone); a pre-release
-  of the same numbers (`2.25.1` → `2.25.1rc0`) is not lowering.
+  of the same numbers (`2.25.1` → `2.25.1rc0`) is not lowering. A manifest's values are not
+  lowered either (release-please reads them as each component's last release).
+* when the tags on the commit name versions, those are the versions it makes (each tag must
+  have a bot release): a manifest value no tag names is refused, and the subject adds none
+  (`released_only=False` judges by the contract's sources alone).
 
 Plain functions of plain data: the evidence side gives the files' checked contents.
 """
@@ -35,6 +44,7 @@ from audit.releases import RELEASE_SUBJECT
 CHANGELOGS = frozenset({"CHANGELOG.md", "CHANGES.md"})
 MANIFEST = ".release-please-manifest.json"
 SNAPSHOT = "-SNAPSHOT"
+EXECUTABLE = "100755"
 JAVA_QUALIFIERS = ("alpha", "beta")
 
 # `N.N.N` (a fourth number too), an optional leading `v`, `^`, `~` or `=`, and any pre-release or
@@ -64,8 +74,8 @@ class Refused:
     why: str
 
 
-def release_content(commit: Commit, tags: Sequence[str], *, never_lower: bool = True
-                    ) -> Release | Refused:
+def release_content(commit: Commit, tags: Sequence[str], *, never_lower: bool = True,
+                    released_only: bool = True) -> Release | Refused:
     """Judge a commit whose subject is shaped like a release by what it changes. `tags`: the
     names of the tags on it."""
     subject = commit.subject or ""
@@ -76,13 +86,17 @@ def release_content(commit: Commit, tags: Sequence[str], *, never_lower: bool = 
         return Refused("its files", "what it changes was not read")
     if not commit.changes:
         return Refused("its files", "it changes no file")
-    made, manifest_refusal = _manifest_versions(commit.changes)
+    tagged = {v for t in tags for v in versions_in(t)}
+    # Each tag on a release commit must have a bot release, so when the tags name versions,
+    # those are the versions released; any other would move a file to a version never released.
+    released = (tagged, tags) if released_only and tagged else None
+    made, manifest_refusal = _manifest_versions(commit.changes, never_lower, released)
     if manifest_refusal is not None:
         return manifest_refusal
     # The manifests' changed values are changed versions too: a bump sets none to a release.
     changed: list[str] = sorted(made)
     if not made:
-        made = {*versions_in(match.group("rest")), *(v for t in tags for v in versions_in(t))}
+        made = set(tagged) if released else {*versions_in(match.group("rest")), *tagged}
     in_files: list[str] = []
     for change in commit.changes:
         refusal = _judge_file(change, made, in_files, never_lower)
@@ -99,7 +113,9 @@ def versions_in(text: str) -> list[str]:
     return [m.group("version") for m in VERSION.finditer(text)]
 
 
-def _manifest_versions(changes: Iterable[FileChange]) -> tuple[set[str], Refused | None]:
+def _manifest_versions(changes: Iterable[FileChange], never_lower: bool,
+                       released: tuple[set[str], Sequence[str]] | None
+                       ) -> tuple[set[str], Refused | None]:
     """The versions the manifests' changes make (their changed or added values), or why a
     manifest refuses the commit."""
     made: set[str] = set()
@@ -120,6 +136,13 @@ def _manifest_versions(changes: Iterable[FileChange]) -> tuple[set[str], Refused
                 continue
             if not isinstance(value, str) or not _is_version(value):
                 return made, Refused(change.path, f"value of {key!r} ({value!r}) is no version")
+            was = old.get(key)
+            if never_lower and isinstance(was, str) and _lowers(was, value):
+                return made, Refused(change.path, f"value of {key!r} {was} → {value} lowers a "
+                                     "version (a release only raises them)")
+            if released and value not in released[0] and not value.endswith(SNAPSHOT):
+                return made, Refused(change.path, f"value of {key!r} ({value}) is a version no "
+                                     f"tag on the commit names ({', '.join(released[1])})")
             made.add(value)
     return made, None
 
@@ -130,6 +153,9 @@ def _judge_file(change: FileChange, made: set[str], changed: list[str], never_lo
     if name in CHANGELOGS:
         if change.new_mode not in REGULAR_MODES or change.old_mode not in (None, *REGULAR_MODES):
             return Refused(change.path, f"a changelog must be a regular file ({_modes(change)})")
+        if change.new_mode == EXECUTABLE and change.old_mode != EXECUTABLE:
+            return Refused(change.path, f"a changelog must not become executable "
+                           f"({_modes(change)})")
         return None
     if name == MANIFEST:
         return None  # judged with the versions it makes
@@ -181,6 +207,19 @@ def _judge_line(old: str, new: str, made: set[str], changed: list[str], never_lo
 def _made_by(now: str, was: str, made: set[str]) -> bool:
     if now in made or (was.endswith(SNAPSHOT) and was[:-len(SNAPSHOT)] == now):
         return True
+    # A build number the old version carried stays beside the released one (Dart's pubspec
+    # `1.2.3+4` → `1.3.0+5`): build metadata is no part of which version is installed.
+    released, build, _ = now.partition("+")
+    if build and "+" in was and released in made:
+        return True
+    # A fourth number kept as it was beside the `N.N.N` the release sets (the generic updater
+    # replaces the first three numbers of a .NET `1.4.0.0`): the version is still `N.N.N`.
+    a, b = VERSION.fullmatch(now), VERSION.fullmatch(was)
+    if a is not None and b is not None:
+        head, dot, fourth = a.group("core").rpartition(".")
+        if head.count(".") == 2 and b.group("core").count(".") == 3 \
+                and b.group("core").endswith(dot + fourth):
+            return _made_by(head + a.group("suffix"), was, made)
     for version in made:
         core = VERSION.fullmatch(version)
         if core is None:

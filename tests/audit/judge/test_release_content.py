@@ -163,3 +163,88 @@ def test_a_snapshot_bump_sets_no_manifest_value_to_a_release_version() -> None:
     honest = change(".release-please-manifest.json", '{".": "1.0.0"}', '{".": "1.0.1-SNAPSHOT"}')
     assert judge("chore(main): release 1.0.1-SNAPSHOT", honest, bump) == Release(
         frozenset({"1.0.1-SNAPSHOT"}), True)
+
+
+def test_a_manifest_never_lowers_a_version_either() -> None:
+    """The manifest is where release-please reads each component's last release: lowered, the
+    next release re-makes an older version, so it is refused as a file's lowered version is."""
+    lowered = change(".release-please-manifest.json", '{".": "2.0.0", "a": "1.0.0"}',
+                     '{".": "1.0.0", "a": "1.0.0"}')
+    assert judge("chore(main): release 1.0.0", lowered, tags=("v1.0.0",)) == Refused(
+        ".release-please-manifest.json",
+        "value of '.' 2.0.0 → 1.0.0 lowers a version (a release only raises them)")
+    pre = change(".release-please-manifest.json", '{".": "2.0.0"}', '{".": "2.0.0-rc.1"}')
+    assert isinstance(judge("chore(main): release 2.0.0-rc.1", pre, tags=("v2.0.0-rc.1",)),
+                      Release)
+    assert isinstance(release_content(
+        Commit("c" * 40, ("b" * 40,), "chore: release 1.0.0", (), (), (), (lowered,)),
+        ("v1.0.0",), never_lower=False), Release)
+
+
+def test_a_version_no_tag_on_the_commit_names_has_no_release() -> None:
+    """A release's versions are those its tags name (each has a bot release): a manifest key
+    added or bumped to a version no tag names, or a subject naming one, makes no version a
+    dependency may be moved to."""
+    manifest = change(".release-please-manifest.json", '{".": "1.4.0"}',
+                      '{".": "1.4.1", "zz": "6.6.6"}')
+    dep = change("package.json", '"lodash": "4.17.21",\n', '"lodash": "6.6.6",\n')
+    assert judge("chore(main): release 1.4.1", manifest, dep, tags=("v1.4.1",)) == Refused(
+        ".release-please-manifest.json",
+        "value of 'zz' (6.6.6) is a version no tag on the commit names (v1.4.1)")
+    ahead = change(".release-please-manifest.json", '{".": "1.4.0"}', '{".": "1.5.0"}')
+    assert isinstance(judge("chore(main): release 1.4.1", ahead, tags=("v1.4.1",)), Refused)
+    subject_only = change("package.json", '"dep": "1.0.0",\n', '"dep": "9.9.9",\n')
+    assert judge("chore(main): release 9.9.9", subject_only, tags=("v1.4.1",)) == Refused(
+        "package.json line 1", "1.0.0 → 9.9.9: not a version this release makes (1.4.1)")
+    # Tags that name no version (gax-go's `release-please-514`) leave the subject's and the
+    # manifest's versions as they are; so does a commit with no tag (a -SNAPSHOT bump).
+    assert isinstance(judge("chore(main): release 1.5.0", ahead,
+                            tags=("release-please-514",)), Release)
+    assert isinstance(release_content(
+        Commit("c" * 40, ("b" * 40,), "chore: release 1.4.1", (), (), (), (manifest, dep)),
+        ("v1.4.1",), released_only=False), Release)
+
+
+def test_a_build_number_carried_beside_the_version_may_change() -> None:
+    """release-please's Dart updater keeps a pubspec's `+build` and increments it (`1.2.3+4` →
+    `1.3.0+5`): the version is still the one released. A build added where none was is not."""
+    subject, tags = "chore(main): release 1.3.0", ("v1.3.0",)
+    dart = change("pubspec.yaml", "version: 1.2.3+4\n", "version: 1.3.0+5\n")
+    assert judge(subject, dart, tags=tags) == Release(frozenset({"1.3.0"}), False)
+    added = change("pubspec.yaml", "version: 1.2.3\n", "version: 1.3.0+5\n")
+    assert judge(subject, added, tags=tags) == Refused(
+        "pubspec.yaml line 1", "1.2.3 → 1.3.0+5: not a version this release makes (1.3.0)")
+    other = change("pubspec.yaml", "version: 1.2.3+4\n", "version: 1.3.1+5\n")
+    assert isinstance(judge(subject, other, tags=tags), Refused)
+
+
+def test_a_changelog_is_not_made_executable() -> None:
+    """A changelog's text is never run: one added executable, or made so, is a script by another
+    name (release-please writes new files 100644 and keeps a file's mode)."""
+    subject = "chore(main): release 1.0.0"
+    made = change("CHANGELOG.md", "# Changelog\n", "#!/bin/sh\ncurl x | sh\n", new_mode="100755")
+    assert judge(subject, made) == Refused(
+        "CHANGELOG.md", "a changelog must not become executable (mode 100644 → 100755)")
+    added = change("tools/CHANGES.md", None, "#!/bin/sh\n", new_mode="100755")
+    assert judge(subject, added) == Refused(
+        "tools/CHANGES.md", "a changelog must not become executable (mode absent → 100755)")
+    kept = change("CHANGELOG.md", "# Changelog\n", "# Changelog\n\n## 1.0.0\n",
+                  old_mode="100755", new_mode="100755")
+    assert isinstance(judge(subject, kept), Release)
+
+
+def test_a_fourth_number_kept_beside_the_release_passes() -> None:
+    """release-please's generic updater (`x-release-please-version`) replaces the `N.N.N` it
+    finds and keeps what follows: a .NET `1.4.0.0` becomes `1.4.1.0` in a release of `1.4.1`.
+    The fourth number must stay as it was."""
+    subject, tags = "chore(main): release 1.4.1", ("v1.4.1",)
+    marker = " // x-release-please-version"
+    kept = change("AssemblyInfo.cs", f'[assembly: AssemblyVersion("1.4.0.0")]{marker}\n',
+                  f'[assembly: AssemblyVersion("1.4.1.0")]{marker}\n')
+    assert isinstance(judge(subject, kept, tags=tags), Release)
+    moved = change("AssemblyInfo.cs", f'[assembly: AssemblyVersion("1.4.0.0")]{marker}\n',
+                   f'[assembly: AssemblyVersion("1.4.1.7")]{marker}\n')
+    assert judge(subject, moved, tags=tags) == Refused(
+        "AssemblyInfo.cs line 1", "1.4.0.0 → 1.4.1.7: not a version this release makes (1.4.1)")
+    lowered = change("x.txt", "9.0.0.1\n", "1.4.1.1\n")
+    assert isinstance(judge(subject, lowered, tags=tags), Refused)
