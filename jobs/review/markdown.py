@@ -160,7 +160,7 @@ def _runs(review: Review) -> list[str]:
             continue
         took = e.duration
         counts = (_counts(e.run.counts, tuple(sorted(e.run.counts))) if e.run.counts
-                  else "nothing due")
+                  else e.no_verdicts)
         out.append(f"| {_when(e.run.started_at, review.zone)} | {_exit(e)} | "
                    f"{md(e.run.machine or '–')} | {md(e.run.trigger or '– (from its attempts)')} | "
                    f"{'–' if took is None else f'{took:.1f}s'} | "

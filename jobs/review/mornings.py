@@ -45,6 +45,12 @@ class RunEntry:
         return "failed" if verdicts & FAILING else "unchecked" if verdicts & UNCHECKED else "ok"
 
     @property
+    def no_verdicts(self) -> str:
+        """What a run without a verdict did: nothing was due, unless it never finished (killed
+        before its first verdict was recorded), when nobody knows."""
+        return "nothing recorded" if self.state == "unfinished" else "nothing due"
+
+    @property
     def duration(self) -> float | None:
         if self.run.ended_at is None:
             return None

@@ -3,12 +3,22 @@ what each filter keeps; audit runs recorded by a real closeout."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import sqlite3
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from review_helpers import HOSTILE_OUTPUT, ReviewWorld
-from verify_helpers import git
+from inprocess import loop_verify
+from project import ROOT
+from review_helpers import HOSTILE_OUTPUT, ReviewWorld, plain_ledger, review_text
+from verify_helpers import git, make_verify_repo
+
+from jobs.ledger.model import Run
+from jobs.ledger.runs import save_run
 
 
 def verdicts(world: ReviewWorld) -> dict[str, list[dict[str, object]]]:
@@ -238,14 +248,6 @@ def test_markdown_answers_the_morning_questions(world: ReviewWorld) -> None:
 def test_a_run_killed_mid_run_shows_what_it_did_before_it_died(tmp_path: Path) -> None:
     # A run killed by SIGKILL (the OOM killer) never writes its end: its row has no counts, and
     # the review said "nothing due" for a morning that had failed a task before it died.
-    import os
-    import signal
-    import subprocess
-    import sys
-
-    from project import ROOT
-    from verify_helpers import make_verify_repo
-
     hold = tmp_path / "hold"
     os.mkfifo(hold)
     justfile = f"verify-bad:\n    exit 1\n\nverify-held:\n    cat {hold} > /dev/null\n"
@@ -276,3 +278,25 @@ def test_a_run_killed_mid_run_shows_what_it_did_before_it_died(tmp_path: Path) -
                  if unfinished in line] if fmt == "html" else \
             [line for line in out.read_text(encoding="utf-8").splitlines() if unfinished in line]
         assert "nothing due" not in row and "1 fail" in row, row
+
+
+def test_a_run_that_died_before_any_verdict_is_not_nothing_due(tmp_path: Path) -> None:
+    # Killed before its first attempt was recorded, a run has no counts; "nothing due" would
+    # tell the owner that morning was fine.
+    config, ledger = plain_ledger(tmp_path)
+    start = datetime(2026, 11, 29, 7, tzinfo=UTC)
+    save_run(ledger, Run("died", "mac", "launchd", start))
+    save_run(ledger, Run("quiet", "mac", "launchd", start + timedelta(days=1),
+                         ended_at=start + timedelta(days=1, seconds=2), exit_code=0))
+    ledger.close()
+    text = review_text(config, "--since", "2026-11-29", "--until", "2026-11-30")
+    [died] = [line for line in text.splitlines() if "| not finished |" in line]
+    assert "nothing recorded" in died and "nothing due" not in died
+    [quiet] = [line for line in text.splitlines() if line.startswith("| 2026-11-30")]
+    assert "nothing due" in quiet
+    page = tmp_path / "review.html"
+    done = loop_verify(["review", "--config", str(config), "--since", "2026-11-29",
+                        "--until", "2026-11-30", "--out", str(page)])
+    assert done.returncode == 0, done.stderr
+    [row] = [r for r in page.read_text(encoding="utf-8").split("<tr") if ">not finished<" in r]
+    assert "nothing recorded" in row and "nothing due" not in row

@@ -166,7 +166,7 @@ def _run_row(entry: RunEntry | NoRun, tz: tzinfo) -> str:
     counts = {k: v for k, v in run.counts.items() if v}
     said = (" ".join(f'<span class="chip v-{v if v in SEVERITY else "other"}">{n} {esc(v)}'
                      "</span>" for v, n in sorted(counts.items(), key=_severity))
-            or '<span class="note">nothing due</span>')
+            or f'<span class="note">{entry.no_verdicts}</span>')
     pieced = (' <span class="note" title="recorded before the ledger kept runs: told by its '
               'attempts">(from its attempts)</span>' if entry.pieced else "")
     return (f'<tr class="run"><td class="when" title="run {esc(run.run_id)}">'
