@@ -4,9 +4,10 @@ never happens (a dead man's switch)."""
 
 from __future__ import annotations
 
+import base64
 import urllib.error
 import urllib.request
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from jobs.notify.bounded import CALL_LIMIT, within
 
@@ -20,15 +21,30 @@ def ping_url(url: str, what: str) -> str:
     return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/" + what))
 
 
+def _credentials(url: str) -> tuple[str, dict[str, str]]:
+    """`url` without its `user:password@`, and the Basic authorization header they make: urllib
+    would take them for part of the host name."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, {}
+    userinfo, _, hostport = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode("ascii")
+    return urlunsplit(parts._replace(netloc=hostport)), {"Authorization": f"Basic {token}"}
+
+
 def ping(url: str, what: str, *, body: str = "", limit: float = CALL_LIMIT) -> str | None:
     """POST `body` to `<url>/<what>`; None when it was taken (2xx), else why not."""
-    target = ping_url(url, what)
+    target, auth = _credentials(ping_url(url, what))
     data = body.encode("utf-8")[:BODY_LIMIT]
 
     def call() -> str | None:
         request = urllib.request.Request(target, data=data, method="POST",
                                          headers={"Content-Type": "text/plain; charset=utf-8",
                                                   "User-Agent": "loop-jobs"})
+        for name, value in auth.items():
+            # Not sent again to wherever a redirect points.
+            request.add_unredirected_header(name, value)
         try:
             with urllib.request.urlopen(request, timeout=limit) as answer:
                 answer.read(1024)

@@ -4,7 +4,9 @@ of the service, one that errors, one that never answers)."""
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import socket
 import time
 from collections.abc import Iterator
@@ -30,7 +32,7 @@ class Recorder:
                  failing: tuple[str, ...] = ()) -> None:
         self.seen: list[tuple[str, str, bytes]] = []
         self.status, self.failing = status, failing
-        server.expect_request(__import__("re").compile(".*")).respond_with_handler(self.handle)
+        server.expect_request(re.compile(".*")).respond_with_handler(self.handle)
 
     def handle(self, request: Request) -> Response:
         self.seen.append((request.method, request.path, request.get_data()))
@@ -237,6 +239,23 @@ def test_ping_urls_follow_the_healthchecks_protocol() -> None:
         "https://hc.example/ping/k/slug/3"
     assert heartbeat.ping_url("https://hc-ping.com/abc?create=1", "0") == \
         "https://hc-ping.com/abc/0?create=1"
+
+
+def test_a_heartbeat_url_with_credentials_pings_with_basic_auth(httpserver: HTTPServer) -> None:
+    # A self-hosted ping endpoint behind a password: urllib takes `user:pw@` as part of the host
+    # name, so every ping failed ("Name or service not known") and the owner was never warned.
+    seen: list[tuple[str, str | None, str]] = []
+
+    def handle(request: Request) -> Response:
+        seen.append((request.path, request.headers.get("Authorization"), request.host))
+        return Response("OK", status=200)
+
+    httpserver.expect_request(re.compile(".*")).respond_with_handler(handle)
+    url = httpserver.url_for(CHECK).replace("http://", "http://ops:p%40ss%3Aword@")
+    assert heartbeat.ping(url, "start") is None
+    [(path, auth, host)] = seen
+    assert path == f"{CHECK}/start" and "@" not in host
+    assert auth == "Basic " + base64.b64encode(b"ops:p@ss:word").decode()
 
 
 def test_shown_targets_keep_no_secret() -> None:
