@@ -323,3 +323,5 @@ class Seals:
     pushes: tuple[SealedPush, ...] = ()
     # The ledger audit-arm.json names (the run can write it: it only words a missing arm's reason).
     armed_in: str | None = None
+    # Other paths the run directory's name led to, each with its `begin` row.
+    moved: tuple[tuple[str, Arm], ...] = ()

@@ -40,7 +40,7 @@ from audit.evidence.rundir import (
     run_lock,
     write_json,
 )
-from audit.evidence.seal.arm import armed_in, arms, file_digest
+from audit.evidence.seal.arm import armed_elsewhere, armed_in, arms, file_digest
 from audit.evidence.seal.ledger import AuditLedger, SealError, open_ledger
 from audit.evidence.seal.pushes import read_sealed_log, sealed_pushes
 from audit.evidence.seal.transport import fingerprint, github_settings
@@ -121,7 +121,8 @@ def _closeout(run_dir: Path, charter_path: str | None, push_log: str | None, as_
                       armed_in=armed_in(run_dir))
         if ledger is not None:
             seals = replace(seals, arms=arms(ledger, run_dir),
-                            pushes=sealed_pushes(ledger, run_dir))
+                            pushes=sealed_pushes(ledger, run_dir),
+                            moved=armed_elsewhere(ledger, run_dir))
         verdict = judge_seals(seals)
         if seals.before_sha256 is None and not seals.arms:
             raise UsageError(f"no {BEFORE} in {run_dir}: run `loop-pi-audit begin` first")

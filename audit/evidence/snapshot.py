@@ -311,6 +311,8 @@ def take_snapshot(repos: Sequence[Path], *, charter_sha256: str | None,
         }
         if before is not None:
             _add_steps(key, cfg, entries[key], before, reads, env, logged)
+        else:
+            _note_journals(key, cfg, entries[key])
     return {"taken_at": when, "charter_sha256": charter_sha256,
             "repos": dict(sorted(entries.items()))}
 
@@ -334,6 +336,15 @@ def _add_steps(key: str, cfg: Mapping[str, RemoteConfig], entry: dict[str, Any],
                                    after_part=part, since=since, token=reads.token,
                                    clock=reads.clock, blocked=reads.blocked, env=env,
                                    logged=logged)
+
+
+def _note_journals(key: str, cfg: Mapping[str, RemoteConfig], entry: dict[str, Any]) -> None:
+    from audit.evidence.steps.read import journal_at_begin
+
+    for name, part in entry["remotes"].items():
+        seen = journal_at_begin(key, cfg[name].fetch_url) if part.get("available") else None
+        if seen is not None:
+            part["journal"] = seen
 
 
 def iso_now(when: datetime | None = None) -> str:

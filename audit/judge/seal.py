@@ -67,7 +67,11 @@ def judge_seals(seals: Seals) -> SealJudgement:
                                        f"could not check the run's seals: {seals.problem}"),),
                              None, (), True, frozenset())
     chain = arm_chain(seals.arms)
-    findings: list[Finding] = []
+    findings = [_finding(where, "arm-moved", TAMPERED,
+                         f"{where} now leads to another directory than {spelling}, which was "
+                         f"armed at {arm.armed_at} (ledger row {arm.id}): the directory armed "
+                         "under this name is not the one judged")
+                for spelling, arm in seals.moved]
     if not chain:
         reason = (f"the ledger {seals.ledger} never saw this run directory armed (no `begin` "
                   "row): its evidence has no seal")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,16 +51,33 @@ def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def arms(ledger: AuditLedger, run_dir: Path) -> tuple[Arm, ...]:
-    """Every arm row of the run directory, oldest first."""
+def arms(ledger: AuditLedger, run_dir: Path, key: str | None = None) -> tuple[Arm, ...]:
+    """Every arm row of the run directory (of the ledger's name `key` when given), oldest
+    first."""
     from jobs.ledger.seals import arms_of
 
-    rows = ledger.read("read the arm record", lambda conn: arms_of(conn, run_dir_key(run_dir)))
+    name = run_dir_key(run_dir) if key is None else key
+    rows = ledger.read("read the arm record", lambda conn: arms_of(conn, name))
     return tuple(Arm(id=r.id, kind=r.kind, extends=r.extends, armed_at=iso(r.armed_at),
                      before_sha256=r.before_sha256, charter_sha256=r.charter_sha256,
                      transport_sha256=r.transport_sha256,
                      transport=parse_fingerprint(r.transport))
                  for r in rows)
+
+
+def armed_elsewhere(ledger: AuditLedger, run_dir: Path) -> tuple[tuple[str, Arm], ...]:
+    """The arm rows of the other directories the run directory's name led to before a link on
+    its way could have changed: for each leading part of the path, that part resolved and the
+    rest as written. The ledger names a run directory by its real path, so a run that moved the
+    armed directory aside and linked its name to one it armed afresh would otherwise be judged
+    by that second arm."""
+    parts = run_dir.absolute().parts
+    now = run_dir_key(run_dir)
+    spellings = dict.fromkeys(
+        os.path.normpath(os.path.join(os.path.realpath(os.path.join(*parts[:i])), *parts[i:]))
+        for i in range(1, len(parts)))
+    return tuple((spelling, arm) for spelling in spellings if spelling != now
+                 for arm in arms(ledger, run_dir, spelling) if arm.kind == "begin")
 
 
 def refuse_rearm(run_dir: Path, found: tuple[Arm, ...]) -> None:

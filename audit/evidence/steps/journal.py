@@ -25,11 +25,13 @@ lines are recorded as git gave them.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import pwd
 import re
 import shlex
+import stat
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -145,6 +147,37 @@ def uninstall(bare: Path) -> str:
         return f"removed the journal hook; restored the original {hook} (the journal stays)"
     hook.unlink()
     return f"removed {hook} (the journal {bare / JOURNAL} stays)"
+
+
+def hook_in_effect(bare: Path) -> bool:
+    """Whether the hook git runs for `bare`'s ref updates now (in the hooks folder its
+    configuration names, `core.hooksPath` included) is the journal's."""
+    try:
+        hook = _hooks_dir(bare) / HOOK
+    except LoopError:
+        return False
+    return _is_ours(hook) and os.access(hook, os.X_OK)
+
+
+def journal_identity(journal: Path, size: int | None = None) -> dict[str, Any] | None:
+    """The journal file as begin saw it, for closeout to know it again: its device and inode,
+    its size and the sha256 of its first `size` bytes (all of them by default); None when it
+    is not a regular file. Opened without blocking: a FIFO there must not hang the audit."""
+    try:
+        fd = os.open(journal, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        info = os.fstat(fh.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        digest = hashlib.sha256()
+        left = info.st_size if size is None else size
+        while left > 0 and (chunk := fh.read(min(left, 1 << 20))):
+            digest.update(chunk)
+            left -= len(chunk)
+    return {"device": info.st_dev, "inode": info.st_ino, "size": info.st_size,
+            "sha256": digest.hexdigest()}
 
 
 def _user() -> str:

@@ -22,7 +22,12 @@ from urllib.parse import unquote
 from audit.evidence.git import absolute_url, run_git
 from audit.evidence.github import Deadline, api_base_for, unnamed_github_urls, unnamed_reason
 from audit.evidence.steps.activity import read_activity
-from audit.evidence.steps.journal import JOURNAL, read_journal
+from audit.evidence.steps.journal import (
+    JOURNAL,
+    hook_in_effect,
+    journal_identity,
+    read_journal,
+)
 from audit.model import (
     STEPS_FROM_ACTIVITY,
     STEPS_FROM_JOURNAL,
@@ -123,6 +128,11 @@ def read_steps(repo: str, *, urls: Sequence[str], fetch_url: str | None,
                 "note": "its server is neither GitHub nor a repository on this machine"}
     path = git_dir_of(named_path)
     journal = path / JOURNAL
+    seen = before_part.get("journal")
+    if isinstance(seen, Mapping):
+        problem = journal_problem(seen, path, journal)
+        if problem is not None:
+            return {"available": False, "reason": problem}
     if not journal.is_file():
         return {"available": True, "source": STEPS_NET_ONLY,
                 "note": f"no journal at {journal} (`loop-pi-audit journal install {path}`)"}
@@ -137,6 +147,38 @@ def read_steps(repo: str, *, urls: Sequence[str], fetch_url: str | None,
                   branch, net[0])
     return {"available": True, "source": STEPS_FROM_JOURNAL, "journal": str(journal),
             "steps": steps}
+
+
+def journal_at_begin(repo: str, fetch_url: str | None) -> dict[str, Any] | None:
+    """What the before-snapshot records of a local remote's journal: where it is and the file
+    it was (`journal_identity`). Without it closeout could not tell a journal deleted, emptied
+    or no longer written during the run from a remote that never had one. None when the remote
+    has no journal kept by a hook in effect."""
+    named = local_path(fetch_url, repo)
+    if named is None:
+        return None
+    bare = git_dir_of(named)
+    seen = journal_identity(bare / JOURNAL) if hook_in_effect(bare) else None
+    return None if seen is None else {"path": str(bare / JOURNAL), **seen}
+
+
+def journal_problem(seen: Mapping[str, Any], bare: Path, journal: Path) -> str | None:
+    """Why the journal begin saw cannot say every step since (None when it can): gone, not the
+    file it was (replaced, or what it held then no longer opens it), or no longer written."""
+    if seen.get("path") != str(journal):
+        return f"the journal begin saw, {seen.get('path')}, is not {journal} where it now leads"
+    size = seen.get("size")
+    now = journal_identity(journal, size if isinstance(size, int) else None)
+    if now is None:
+        return f"the journal {journal} that begin saw is gone"
+    if any(now[k] != seen.get(k) for k in ("device", "inode", "sha256")) or (
+            not isinstance(size, int) or now["size"] < size):
+        return (f"the journal {journal} is not the file begin saw: replaced, or what it held "
+                "then no longer opens it")
+    if not hook_in_effect(bare):
+        return (f"the journal hook is no longer in effect in {bare} (hooks removed or "
+                "core.hooksPath pointed elsewhere): ref updates since were not recorded")
+    return None
 
 
 def with_ancestry(bare: Path, steps: list[dict[str, Any]], branch: str,

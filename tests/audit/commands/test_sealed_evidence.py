@@ -126,6 +126,42 @@ def test_a_begin_after_deleting_the_run_files_is_still_refused(tmp_path: Path) -
     assert "audit-before.json is gone" in reasons(report, "before-changed")
 
 
+def test_a_run_directory_replaced_by_a_link_to_one_armed_afresh_is_tampered(
+        tmp_path: Path) -> None:
+    """Attack: main force-pushed, then the armed run directory moved aside and its name made a
+    symbolic link to a directory the run armed after the push (the ledger names a run directory
+    by its real path, so that begin was no second arm of it): closeout of the harness's path
+    judged the fresh arm, "no remote changes". Also with the link one folder up, and with the
+    harness's own path reaching the run directory through a link (as /tmp does on macOS)."""
+    for layout in ("dir", "parent", "linked"):
+        base = tmp_path / layout
+        clone, _ = make_repo_with_remote(base)
+        real = base / "real"
+        real.mkdir()
+        runs = base / "runs"
+        if layout == "linked":
+            runs.symlink_to(real)
+        else:
+            runs.mkdir()
+        run_dir = runs / "loop7"
+        begin(str(clone), "--run-dir", str(run_dir))
+        git(clone, "commit", "-q", "--amend", "-m", "rewritten")
+        git(clone, "push", "-q", "--force", "origin", "main")
+        fresh = base / "fresh" / "loop7"
+        begin(str(clone), "--run-dir", str(fresh))
+        if layout == "parent":
+            runs.rename(base / "runs-armed")
+            runs.symlink_to(fresh.parent)
+        else:
+            moved = (real if layout == "linked" else runs) / "loop7"
+            moved.rename(moved.with_name("loop7-armed"))
+            moved.symlink_to(fresh)
+        code, report = closeout(run_dir)
+        assert code == 1, layout
+        assert kinds(report)["arm-moved"] == ["TAMPERED"], layout
+        assert "was armed at " in reasons(report, "arm-moved")
+
+
 def test_two_begin_rows_for_one_run_directory_are_tampered(tmp_path: Path) -> None:
     clone, _ = make_repo_with_remote(tmp_path)
     run_dir = tmp_path / "run"

@@ -273,6 +273,60 @@ def test_a_malformed_journal_is_unverified(tmp_path: Path) -> None:
     assert f"{bare / JOURNAL}:1" in by_kind(report)["steps-unavailable"][0][1]
 
 
+def test_a_journal_begin_saw_that_is_gone_at_closeout_is_unverified(tmp_path: Path) -> None:
+    """Attack: main force-pushed to other code and put back, then the journal deleted (or put
+    out of reach: a FIFO, a folder): the remote read as one that never had a journal, "net
+    change only", and the audit passed. A journal begin saw must still be there."""
+    for replace_with in ("nothing", "fifo"):
+        clone, bare, run_dir = journaled(tmp_path / replace_with)
+        force_push_and_put_back(clone, bare)
+        (bare / JOURNAL).unlink()
+        if replace_with == "fifo":
+            os.mkfifo(bare / JOURNAL)
+        code, report, _ = closeout(run_dir)
+        assert code == 3, replace_with
+        reason = by_kind(report)["steps-unavailable"][0][1]
+        assert f"the journal {bare / JOURNAL} that begin saw is gone" in reason
+
+
+def test_a_journal_cut_short_or_replaced_since_begin_is_unverified(tmp_path: Path) -> None:
+    """Attack: the journal written anew without the run's force push (emptied, or a fresh file
+    in its place holding what it held at begin): what begin saw of it must still open it."""
+    for how in ("emptied", "replaced"):
+        clone, bare, _ = journaled(tmp_path / how)
+        git(clone, "push", "-q", "origin", "HEAD:refs/heads/before-the-run")
+        run_dir = tmp_path / how / "run2"
+        assert run_cli("begin", str(clone), "--run-dir", str(run_dir)).returncode == 0
+        kept = (bare / JOURNAL).read_bytes()
+        assert kept
+        force_push_and_put_back(clone, bare)
+        if how == "emptied":
+            (bare / JOURNAL).write_bytes(b"")
+        else:
+            (bare / "journal.new").write_bytes(kept)
+            os.replace(bare / "journal.new", bare / JOURNAL)
+        code, report, _ = closeout(run_dir)
+        assert code == 3, how
+        assert f"the journal {bare / JOURNAL} is not the file begin saw" in by_kind(
+            report)["steps-unavailable"][0][1]
+
+
+def test_a_journal_hook_no_longer_in_effect_at_closeout_is_unverified(tmp_path: Path) -> None:
+    """Attack: the bare repository's hooks pointed elsewhere (`core.hooksPath`) or the hook
+    removed, then main force-pushed and put back: the journal, intact, recorded nothing."""
+    for how in ("hooksPath", "removed"):
+        clone, bare, run_dir = journaled(tmp_path / how)
+        if how == "hooksPath":
+            git(bare, "config", "core.hooksPath", str(tmp_path / how / "no-hooks"))
+        else:
+            (bare / "hooks" / "reference-transaction").unlink()
+        force_push_and_put_back(clone, bare)
+        code, report, _ = closeout(run_dir)
+        assert code == 3, how
+        assert "the journal hook is no longer in effect" in by_kind(
+            report)["steps-unavailable"][0][1]
+
+
 # --- GitHub's repository activity ---------------------------------------------------------------
 
 def github_run(tmp_path: Path, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch,
