@@ -130,9 +130,13 @@ def _read_yaml(path: Path, text: str) -> tuple[Any, dict[str, int], str | None]:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        line = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(path, "config", str(path), f"not valid YAML{line}: {problem}") from None
+        if mark is None:
+            raise ConfigError(path, "config", str(path), f"not valid YAML: {problem}") from None
+        lines = text.splitlines()
+        shown = lines[mark.line] if mark.line < len(lines) else ""
+        raise ConfigError(f"{path}:{mark.line + 1}", "", shown,
+                          f"not valid YAML: {problem}") from None
     from jobs.config.yaml_keys import repeated_key, value_at
 
     repeated = repeated_key(node)

@@ -147,6 +147,25 @@ def test_broken_yaml_and_non_mapping(tmp_path: Path) -> None:
         load_config(cfg, env={})
 
 
+@pytest.mark.parametrize(("text", "line", "shown"), [
+    ("repos:\n  - path: .\n  timezone: UTC\n", 3, "  timezone: UTC"),
+    ("repos:\n- path: .\n   branch: main\n", 3, "   branch: main"),
+])
+def test_broken_yaml_names_file_line_and_the_line_itself(tmp_path: Path, text: str, line: int,
+                                                         shown: str) -> None:
+    """A mis-indented line, a new user's commonest slip: `<file>:<line>: not valid YAML: ...`,
+    quoting that line, as every other configuration error names its file and line."""
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(cfg, env={})
+    assert info.value.exit_code == 2
+    message = str(info.value)
+    assert message.startswith(f"{cfg}:{line}: not valid YAML: "), message
+    assert message.endswith(f"(got {shown!r})"), message
+    assert "\n" not in message
+
+
 def test_a_subdirectory_is_not_a_work_tree_root(tmp_path: Path) -> None:
     git_repo(tmp_path / "app")
     (tmp_path / "app" / "sub").mkdir()
