@@ -372,6 +372,8 @@ def with_timeout(config: Config, value: str | None) -> Config:
     try:
         seconds = parse_duration(value)
     except ValueError:
-        raise ConfigError("command line", "--timeout", value, "bad duration") from None
+        raise ConfigError("command line", "--timeout", value,
+                          "bad duration (use 90s, 30m, 2h or a number of seconds; at most 100 "
+                          "years)") from None
     return config._replace(timeout=seconds,
                            repos=tuple(r._replace(timeout=None) for r in config.repos))

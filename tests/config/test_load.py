@@ -190,6 +190,9 @@ def test_command_line_overrides(tmp_path: Path) -> None:
     assert short.timeout_for(short.repos[0]) == 5
     with pytest.raises(ConfigError, match="--timeout"):
         with_timeout(config, "later")
+    # `5min` is a natural slip: the message says what is accepted, as the file's timeout does.
+    with pytest.raises(ConfigError, match=r"--timeout: bad duration \(use 90s, 30m, 2h"):
+        with_timeout(config, "5min")
 
 
 def test_json_log_lines_have_utc_timestamps_and_events(tmp_path: Path) -> None:
