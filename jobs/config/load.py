@@ -194,7 +194,7 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
 
     for key in data:
         if key not in TOP_KEYS:
-            raise fail(str(key), data[key], "unknown key")
+            raise fail(str(key), data[key], unknown_key(key, TOP_KEYS, REPO_KEYS))
 
     def duration(key: str, value: object) -> float:
         try:
@@ -302,7 +302,7 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
             raise fail(key, item, "expected a mapping with at least `path`")
         for k in item:
             if k not in REPO_KEYS:
-                raise fail(f"{key}.{k}", item[k], "unknown key")
+                raise fail(f"{key}.{k}", item[k], unknown_key(k, REPO_KEYS, TOP_KEYS))
         if "path" not in item:
             raise fail(key, item, "missing `path`")
         repo_path = local_path(f"{key}.path", item["path"])
@@ -363,6 +363,17 @@ def with_repos(config: Config, paths: Sequence[str | Path]) -> Config:
         known = next((r for r in config.repos if r.path == p.resolve()), None)
         repos.append(known._replace(path=p.resolve()) if known else RepoConfig(p.resolve()))
     return config._replace(repos=tuple(repos))
+
+
+def unknown_key(key: object, known: set[str], elsewhere: set[str]) -> str:
+    """"unknown key", and which key was meant: one of the other level's, or a near spelling."""
+    if key in elsewhere:
+        return (f"unknown key; `{key}` is a top-level key" if known is REPO_KEYS else
+                f"unknown key; `{key}` belongs in a `repos` item")
+    import difflib  # only on this error: `list` starts without it
+
+    near = difflib.get_close_matches(str(key), sorted(known), n=1)
+    return f"unknown key; did you mean `{near[0]}`?" if near else "unknown key"
 
 
 def with_timeout(config: Config, value: str | None) -> Config:

@@ -147,6 +147,27 @@ def test_broken_yaml_and_non_mapping(tmp_path: Path) -> None:
         load_config(cfg, env={})
 
 
+@pytest.mark.parametrize(("text", "key", "hint"), [
+    ("schedle: '07:30'\n", "schedle", "unknown key; did you mean `schedule`?"),
+    ("repos:\n  - path: .\n    brnch: main\n", "repos[0].brnch",
+     "unknown key; did you mean `branch`?"),
+    ("branch: trunk\n", "branch", "unknown key; `branch` belongs in a `repos` item"),
+    ("repos:\n  - path: .\n    kill_grace: 5s\n", "repos[0].kill_grace",
+     "unknown key; `kill_grace` is a top-level key"),
+    ("colour: blue\n", "colour", "unknown key (got"),
+])
+def test_an_unknown_key_names_the_key_it_resembles(tmp_path: Path, text: str, key: str,
+                                                   hint: str) -> None:
+    """A typo or a key in the wrong place is a new user's first mistake: say which key was meant."""
+    git_repo(tmp_path)
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(cfg, env={})
+    assert info.value.key == key
+    assert f": {key}: {hint}" in str(info.value), str(info.value)
+
+
 @pytest.mark.parametrize(("text", "line", "shown"), [
     ("repos:\n  - path: .\n  timezone: UTC\n", 3, "  timezone: UTC"),
     ("repos:\n- path: .\n   branch: main\n", 3, "   branch: main"),
