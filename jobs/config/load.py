@@ -91,6 +91,16 @@ def is_work_tree_root(path: Path) -> bool:
     return path.is_dir() and (path / ".git").exists()
 
 
+def not_a_root(path: Path) -> str:
+    """Why `path` is no repository to verify, naming the root a subfolder path meant."""
+    if not path.is_dir():
+        return "not a git work tree: no such directory"
+    for parent in path.parents:
+        if is_work_tree_root(parent):
+            return f"not a git work tree: it is inside the one at {parent}; name that root"
+    return "not a git work tree"
+
+
 def load_config(explicit: str | Path | None = None,
                 env: Mapping[str, str] | None = None) -> Config:
     """Read and validate the configuration; any problem raises ConfigError (exit 2)."""
@@ -309,7 +319,7 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
         branch = text(f"{key}.branch", item["branch"]) if "branch" in item else DEFAULT_BRANCH
         repo_timeout = duration(f"{key}.timeout", item["timeout"]) if "timeout" in item else None
         if not is_work_tree_root(repo_path):
-            raise fail(f"{key}.path", str(repo_path), "not a git work tree")
+            raise fail(f"{key}.path", str(repo_path), not_a_root(repo_path))
         first = next((n for n, r in enumerate(repos) if r.path == repo_path.resolve()), None)
         if first is not None:  # its recipes would run twice a morning
             raise fail(f"{key}.path", str(repo_path), f"the same repository as repos[{first}]")
@@ -357,7 +367,7 @@ def with_repos(config: Config, paths: Sequence[str | Path]) -> Config:
     for raw in paths:
         p = expand_user(raw, "--repo", "--repo").absolute()
         if not is_work_tree_root(p):
-            raise ConfigError("command line", "--repo", str(raw), "not a git work tree")
+            raise ConfigError("command line", "--repo", str(raw), not_a_root(p))
         if any(r.path == p.resolve() for r in repos):
             continue
         known = next((r for r in config.repos if r.path == p.resolve()), None)

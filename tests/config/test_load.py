@@ -194,6 +194,16 @@ def test_a_subdirectory_is_not_a_work_tree_root(tmp_path: Path) -> None:
     cfg.write_text("repos: [app/sub]\n")
     with pytest.raises(ConfigError, match="not a git work tree"):
         load_config(cfg, env={})
+    # Say which root was meant, for a path inside a work tree and one that does not exist.
+    with pytest.raises(ConfigError) as info:
+        load_config(cfg, env={})
+    assert f"it is inside the one at {tmp_path / 'app'}; name that root" in str(info.value)
+    cfg.write_text("repos: [aap]\n")
+    with pytest.raises(ConfigError, match="not a git work tree: no such directory"):
+        load_config(cfg, env={})
+    with pytest.raises(ConfigError, match="--repo: not a git work tree: it is inside the one at"):
+        with_repos(load_config(None, env={"XDG_CONFIG_HOME": str(tmp_path)}),
+                   [str(tmp_path / "app" / "sub")])
 
 
 def test_command_line_overrides(tmp_path: Path) -> None:
