@@ -27,8 +27,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "file), whose ledger seals and records the audit")
 
     begin = sub.add_parser("begin", help="take a fresh before-snapshot of REPO")
-    begin.add_argument("repo", metavar="REPO")
-    begin.add_argument("--charter", metavar="FILE")
+    begin.add_argument("repo", metavar="REPO", help="the clone whose remotes the run may touch")
+    begin.add_argument("--charter", metavar="FILE",
+                       help="the run's charter, frozen now (its sha256 is sealed)")
     run_dir(begin)
     ledger_config(begin)
 
@@ -39,11 +40,15 @@ def build_parser() -> argparse.ArgumentParser:
     add.set_defaults(charter=None)
 
     rec = sub.add_parser("record-push", help="append one push to the run's push log")
-    rec.add_argument("--repo", required=True, metavar="REPO")
-    rec.add_argument("--ref", required=True, metavar="REF")
-    rec.add_argument("--old", required=True, metavar="SHA")
-    rec.add_argument("--new", required=True, metavar="SHA")
-    rec.add_argument("--remote", default="origin", metavar="NAME")
+    rec.add_argument("--repo", required=True, metavar="REPO", help="the clone pushed from")
+    rec.add_argument("--ref", required=True, metavar="REF",
+                     help="the remote ref, in full (refs/heads/main)")
+    rec.add_argument("--old", required=True, metavar="SHA",
+                     help="its value before the push (40 zeros for a new ref)")
+    rec.add_argument("--new", required=True, metavar="SHA",
+                     help="its value after the push (40 zeros for a deletion)")
+    rec.add_argument("--remote", default="origin", metavar="NAME",
+                     help="the remote pushed to (default: origin)")
     run_dir(rec)
     ledger_config(rec)
 
@@ -60,25 +65,26 @@ def build_parser() -> argparse.ArgumentParser:
     journal.set_defaults(run_dir=None)
 
     close = sub.add_parser("closeout", help="snapshot again and judge every change")
-    close.add_argument("--charter", metavar="FILE")
-    close.add_argument("--push-log", metavar="FILE")
+    close.add_argument("--charter", metavar="FILE", help="the charter given to `begin`")
+    close.add_argument("--push-log", metavar="FILE",
+                       help="the push log (default: the run directory's)")
     run_dir(close)
     close.add_argument("--expect-before", metavar="HEX",
                        help="the before-snapshot digest `begin` printed (its `armed` line)")
-    close.add_argument("--json", action="store_true")
+    close.add_argument("--json", action="store_true", help="print the JSON report")
     ledger_config(close)
 
     snap = sub.add_parser("snapshot", help="write a snapshot of REPO... to FILE")
-    snap.add_argument("--out", required=True, metavar="FILE")
+    snap.add_argument("--out", required=True, metavar="FILE", help="write the snapshot here")
     snap.add_argument("repos", nargs="+", metavar="REPO")
     snap.set_defaults(run_dir=None)
 
     cmp = sub.add_parser("compare", help="judge the changes between two snapshots")
     cmp.add_argument("before", metavar="BEFORE")
     cmp.add_argument("after", metavar="AFTER")
-    cmp.add_argument("--charter", metavar="FILE")
-    cmp.add_argument("--push-log", metavar="FILE")
-    cmp.add_argument("--json", action="store_true")
+    cmp.add_argument("--charter", metavar="FILE", help="grant what this charter grants")
+    cmp.add_argument("--push-log", metavar="FILE", help="the push log (default: none)")
+    cmp.add_argument("--json", action="store_true", help="print the JSON report")
     cmp.add_argument("--run-dir", metavar="DIR",
                      help="the run these snapshots belong to: record the audit in the ledger")
     ledger_config(cmp)

@@ -66,28 +66,28 @@ TEXTS: dict[str, tuple[tuple[int, int | None, str], ...]] = {
          '                        what started this run (recorded in the ledger)\n'),
     ),
     'loop-verify list': (
-        (75, 83,
+        (80, 83,
          'usage: loop-verify list [-h] [--repo PATH] [--config FILE] [--today DATE]\n'
          '                        [--json]\n'
          '\n'
          'options:\n'
          '  -h, --help     show this help message and exit\n'
-         '  --repo PATH\n'
+         '  --repo PATH    repository to list (repeatable; replaces the configured list)\n'
          '  --config FILE  configuration file\n'
-         '  --today DATE\n'
-         '  --json\n'),
+         '  --today DATE   treat DATE (YYYY-MM-DD) as today\n'
+         '  --json         print one JSON object\n'),
         (84, None,
          'usage: loop-verify list [-h] [--repo PATH] [--config FILE] [--today DATE] [--json]\n'
          '\n'
          'options:\n'
          '  -h, --help     show this help message and exit\n'
-         '  --repo PATH\n'
+         '  --repo PATH    repository to list (repeatable; replaces the configured list)\n'
          '  --config FILE  configuration file\n'
-         '  --today DATE\n'
-         '  --json\n'),
+         '  --today DATE   treat DATE (YYYY-MM-DD) as today\n'
+         '  --json         print one JSON object\n'),
     ),
     'loop-verify history': (
-        (73, 81,
+        (80, 81,
          'usage: loop-verify history [-h] [--config FILE] [--since DATE]\n'
          '                           [--repo PATH|NAME] [--machine NAME] [--runs]\n'
          '                           [--json]\n'
@@ -95,22 +95,23 @@ TEXTS: dict[str, tuple[tuple[int, int | None, str], ...]] = {
          'options:\n'
          '  -h, --help        show this help message and exit\n'
          '  --config FILE     configuration file\n'
-         '  --since DATE\n'
+         '  --since DATE      from the start of DATE (YYYY-MM-DD) in the configured time\n'
+         '                    zone\n'
          '  --repo PATH|NAME  one repository, by path or name\n'
          "  --machine NAME    only this machine's attempts\n"
          '  --runs            list runs instead of attempts\n'
-         '  --json\n'),
+         '  --json            print one JSON object\n'),
         (118, None,
          'usage: loop-verify history [-h] [--config FILE] [--since DATE] [--repo PATH|NAME] [--machine NAME] [--runs] [--json]\n'
          '\n'
          'options:\n'
          '  -h, --help        show this help message and exit\n'
          '  --config FILE     configuration file\n'
-         '  --since DATE\n'
+         '  --since DATE      from the start of DATE (YYYY-MM-DD) in the configured time zone\n'
          '  --repo PATH|NAME  one repository, by path or name\n'
          "  --machine NAME    only this machine's attempts\n"
          '  --runs            list runs instead of attempts\n'
-         '  --json\n'),
+         '  --json            print one JSON object\n'),
     ),
     'loop-verify review': (
         (78, 81,

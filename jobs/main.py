@@ -54,19 +54,21 @@ def _run_options(run: argparse.ArgumentParser) -> None:
 
 
 def _list_options(lst: argparse.ArgumentParser) -> None:
-    lst.add_argument("--repo", action="append", default=[], metavar="PATH")
+    lst.add_argument("--repo", action="append", default=[], metavar="PATH",
+                     help="repository to list (repeatable; replaces the configured list)")
     _config_option(lst)
-    lst.add_argument("--today", metavar="DATE")
-    lst.add_argument("--json", action="store_true")
+    lst.add_argument("--today", metavar="DATE", help="treat DATE (YYYY-MM-DD) as today")
+    lst.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def _history_options(hist: argparse.ArgumentParser) -> None:
     _config_option(hist)
-    hist.add_argument("--since", metavar="DATE")
+    hist.add_argument("--since", metavar="DATE",
+                      help="from the start of DATE (YYYY-MM-DD) in the configured time zone")
     hist.add_argument("--repo", metavar="PATH|NAME", help="one repository, by path or name")
     hist.add_argument("--machine", metavar="NAME", help="only this machine's attempts")
     hist.add_argument("--runs", action="store_true", help="list runs instead of attempts")
-    hist.add_argument("--json", action="store_true")
+    hist.add_argument("--json", action="store_true", help="print one JSON object")
 
 
 def _review_options(review: argparse.ArgumentParser) -> None:

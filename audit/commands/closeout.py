@@ -109,6 +109,11 @@ def _closeout(run_dir: Path, charter_path: str | None, push_log: str | None, as_
     log_path = Path(push_log) if push_log is not None else run_dir / PUSH_LOG
     if push_log is not None and not log_path.exists():
         raise InputError(log_path, "no such push log")
+    if not run_dir.exists() and (ledger is None or not arms(ledger, run_dir)):
+        # Only `begin` makes a run directory; a mistyped one is said so, never created. (One
+        # the ledger saw armed goes on, and its vanished evidence is judged TAMPERED.)
+        raise UsageError(f"run directory {run_dir} does not exist: run `loop-pi-audit begin` "
+                         "first")
     with run_lock(run_dir):
         # A closeout that stops here (changed charter, malformed log) must not leave an earlier
         # report for `report` to pass off as the last word on this run.

@@ -33,8 +33,10 @@ def _reprint(run_dir: Path, config: str | None) -> int:
     with open_ledger(config) as ledger:
         row = ledger.read("read the last report",
                           lambda conn: last_report(conn, run_dir_key(run_dir)))
-    with run_lock(run_dir):
-        text, data = _read(run_dir / REPORT_TXT), _read(run_dir / REPORT_JSON)
+    text = data = None
+    if run_dir.is_dir():  # a mistyped run directory is not made here, lock file and all
+        with run_lock(run_dir):
+            text, data = _read(run_dir / REPORT_TXT), _read(run_dir / REPORT_JSON)
     if row is None:
         if text is None and data is None:
             raise UsageError(f"no report in {run_dir}: run `loop-pi-audit closeout` first")

@@ -22,13 +22,14 @@ def parse_date(text: str, option: str) -> date:
         raise UsageError(f"{option}: expected a date YYYY-MM-DD (got {text!r})") from None
 
 
-def no_repos_hint(config: Config) -> str:
-    """How to name repositories, with the configuration file that was read (or looked for)."""
+def no_repos_hint(config: Config, *, repo_option: bool = True) -> str:
+    """How to name repositories, with the configuration file that was read (or looked for);
+    `--repo PATH` only for a command that takes it."""
+    other = " or pass --repo PATH" if repo_option else ""
     if config.source is not None:
-        return f"list them under `repos:` in {config.source} or pass --repo PATH"
+        return f"list them under `repos:` in {config.source}{other}"
     looked, _ = find_config_path(None, os.environ)
-    return (f"no configuration file at {looked}; create it with a `repos:` list "
-            "or pass --repo PATH")
+    return f"no configuration file at {looked}; create it with a `repos:` list{other}"
 
 
 def setup(config_path: str | None, repos: list[str] | None = None) -> Config:

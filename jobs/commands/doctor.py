@@ -44,7 +44,7 @@ def config_checks(config: Config) -> list[Check]:
     checks = [Check("configuration", True, where, None)]
     if not config.repos:
         checks.append(Check("repositories", False, f"none configured in {source}",
-                            no_repos_hint(config)))
+                            no_repos_hint(config, repo_option=False)))
     try:
         ledger = Ledger(config.ledger, machine=config.machine)
         ledger.close()

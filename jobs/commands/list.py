@@ -112,6 +112,8 @@ def text_lines(rows: list[dict[str, Any]], problems: list[dict[str, Any]],
             line += f"  ({row['label_date']})"
         if row["reason"] and row["state"] != eligibility.WAITING:
             line += f": {row['reason']}"
+        if row["state"] == eligibility.REFUSED:
+            line += f" [{row['path']}]"  # the file to fix: its name need not resemble the id
         lines.append(one_line(line))
     for p in problems:
         where = f"{p['path']}:{p['line']}" if p["line"] else p["path"]

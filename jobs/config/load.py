@@ -91,6 +91,16 @@ def is_work_tree_root(path: Path) -> bool:
     return path.is_dir() and (path / ".git").exists()
 
 
+def not_a_root(path: Path) -> str:
+    """Why `path` is no repository to verify, naming the root a subfolder path meant."""
+    if not path.is_dir():
+        return "not a git work tree: no such directory"
+    for parent in path.parents:
+        if is_work_tree_root(parent):
+            return f"not a git work tree: it is inside the one at {parent}; name that root"
+    return "not a git work tree"
+
+
 def load_config(explicit: str | Path | None = None,
                 env: Mapping[str, str] | None = None) -> Config:
     """Read and validate the configuration; any problem raises ConfigError (exit 2)."""
@@ -130,9 +140,13 @@ def _read_yaml(path: Path, text: str) -> tuple[Any, dict[str, int], str | None]:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        line = f" at line {mark.line + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(path, "config", str(path), f"not valid YAML{line}: {problem}") from None
+        if mark is None:
+            raise ConfigError(path, "config", str(path), f"not valid YAML: {problem}") from None
+        lines = text.splitlines()
+        shown = lines[mark.line] if mark.line < len(lines) else ""
+        raise ConfigError(f"{path}:{mark.line + 1}", "", shown,
+                          f"not valid YAML: {problem}") from None
     from jobs.config.yaml_keys import repeated_key, value_at
 
     repeated = repeated_key(node)
@@ -190,7 +204,7 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
 
     for key in data:
         if key not in TOP_KEYS:
-            raise fail(str(key), data[key], "unknown key")
+            raise fail(str(key), data[key], unknown_key(key, TOP_KEYS, REPO_KEYS))
 
     def duration(key: str, value: object) -> float:
         try:
@@ -298,14 +312,14 @@ def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],
             raise fail(key, item, "expected a mapping with at least `path`")
         for k in item:
             if k not in REPO_KEYS:
-                raise fail(f"{key}.{k}", item[k], "unknown key")
+                raise fail(f"{key}.{k}", item[k], unknown_key(k, REPO_KEYS, TOP_KEYS))
         if "path" not in item:
             raise fail(key, item, "missing `path`")
         repo_path = local_path(f"{key}.path", item["path"])
         branch = text(f"{key}.branch", item["branch"]) if "branch" in item else DEFAULT_BRANCH
         repo_timeout = duration(f"{key}.timeout", item["timeout"]) if "timeout" in item else None
         if not is_work_tree_root(repo_path):
-            raise fail(f"{key}.path", str(repo_path), "not a git work tree")
+            raise fail(f"{key}.path", str(repo_path), not_a_root(repo_path))
         first = next((n for n, r in enumerate(repos) if r.path == repo_path.resolve()), None)
         if first is not None:  # its recipes would run twice a morning
             raise fail(f"{key}.path", str(repo_path), f"the same repository as repos[{first}]")
@@ -353,12 +367,23 @@ def with_repos(config: Config, paths: Sequence[str | Path]) -> Config:
     for raw in paths:
         p = expand_user(raw, "--repo", "--repo").absolute()
         if not is_work_tree_root(p):
-            raise ConfigError("command line", "--repo", str(raw), "not a git work tree")
+            raise ConfigError("command line", "--repo", str(raw), not_a_root(p))
         if any(r.path == p.resolve() for r in repos):
             continue
         known = next((r for r in config.repos if r.path == p.resolve()), None)
         repos.append(known._replace(path=p.resolve()) if known else RepoConfig(p.resolve()))
     return config._replace(repos=tuple(repos))
+
+
+def unknown_key(key: object, known: set[str], elsewhere: set[str]) -> str:
+    """"unknown key", and which key was meant: one of the other level's, or a near spelling."""
+    if key in elsewhere:
+        return (f"unknown key; `{key}` is a top-level key" if known is REPO_KEYS else
+                f"unknown key; `{key}` belongs in a `repos` item")
+    import difflib  # only on this error: `list` starts without it
+
+    near = difflib.get_close_matches(str(key), sorted(known), n=1)
+    return f"unknown key; did you mean `{near[0]}`?" if near else "unknown key"
 
 
 def with_timeout(config: Config, value: str | None) -> Config:
@@ -368,6 +393,8 @@ def with_timeout(config: Config, value: str | None) -> Config:
     try:
         seconds = parse_duration(value)
     except ValueError:
-        raise ConfigError("command line", "--timeout", value, "bad duration") from None
+        raise ConfigError("command line", "--timeout", value,
+                          "bad duration (use 90s, 30m, 2h or a number of seconds; at most 100 "
+                          "years)") from None
     return config._replace(timeout=seconds,
                            repos=tuple(r._replace(timeout=None) for r in config.repos))

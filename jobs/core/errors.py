@@ -40,7 +40,8 @@ class ConfigError(UsageError):
         self.path = str(path)
         self.key = key
         self.value = value
-        super().__init__(f"{path}: {key}: {problem} (got {value!r})")
+        named = f"{key}: " if key else ""  # no key: the file itself (its YAML) is the problem
+        super().__init__(f"{path}: {named}{problem} (got {value!r})")
 
 
 class InputError(LoopError):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import threading
 from collections.abc import Callable
 
@@ -21,7 +22,10 @@ def within(seconds: float, call: Callable[[], str | None]) -> str | None:
         except Exception as exc:  # a library's fault is a failed delivery, never the run's
             answer.append(f"{type(exc).__name__}: {exc}")
 
-    worker = threading.Thread(target=target, name="loop-jobs-delivery", daemon=True)
+    # The caller's context goes along: what the library logs there carries the run's run_id.
+    context = contextvars.copy_context()
+    worker = threading.Thread(target=context.run, args=(target,), name="loop-jobs-delivery",
+                              daemon=True)
     worker.start()
     worker.join(seconds)
     if not answer:

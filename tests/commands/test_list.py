@@ -61,3 +61,19 @@ def test_list_prints_a_non_utf8_file_name_escaped(tmp_path: Path) -> None:
     proc = repo.run("list", "--today", "2026-11-30", env={"PYTHONIOENCODING": "utf-8:strict"})
     assert proc.returncode == 0, proc.stderr
     assert "task-2 - \\xff.md: empty file" in proc.stdout
+
+
+def test_a_refused_task_names_its_file(tmp_path: Path) -> None:
+    """A new user's slips (no verify-cmd line, a date that does not exist) are found by file:
+    the id in the frontmatter need not resemble the file's name."""
+    repo = make_verify_repo(tmp_path)
+    repo.add_task(1, title="Disk alert", notes="Run just verify-disk to check.")
+    repo.add_task(2, title="Backup", labels=("verify:2026-11-31",))
+    repo.commit_all("tasks")
+    proc = repo.run("list", *TODAY)
+    assert proc.returncode == 0, proc.stderr
+    one, two = proc.stdout.splitlines()
+    assert one.startswith("refused   app TASK-1 ") and "no `verify-cmd" in one, one
+    assert one.endswith(" [backlog/tasks/task-1 - Disk-alert.md]"), one
+    assert two.startswith("refused   app TASK-2:") and "2026-11-31" in two, two
+    assert two.endswith(" [backlog/tasks/task-2 - Backup.md]"), two

@@ -147,6 +147,46 @@ def test_broken_yaml_and_non_mapping(tmp_path: Path) -> None:
         load_config(cfg, env={})
 
 
+@pytest.mark.parametrize(("text", "key", "hint"), [
+    ("schedle: '07:30'\n", "schedle", "unknown key; did you mean `schedule`?"),
+    ("repos:\n  - path: .\n    brnch: main\n", "repos[0].brnch",
+     "unknown key; did you mean `branch`?"),
+    ("branch: trunk\n", "branch", "unknown key; `branch` belongs in a `repos` item"),
+    ("repos:\n  - path: .\n    kill_grace: 5s\n", "repos[0].kill_grace",
+     "unknown key; `kill_grace` is a top-level key"),
+    ("colour: blue\n", "colour", "unknown key (got"),
+])
+def test_an_unknown_key_names_the_key_it_resembles(tmp_path: Path, text: str, key: str,
+                                                   hint: str) -> None:
+    """A typo or a key in the wrong place is a new user's first mistake: say which key was meant."""
+    git_repo(tmp_path)
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(cfg, env={})
+    assert info.value.key == key
+    assert f": {key}: {hint}" in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize(("text", "line", "shown"), [
+    ("repos:\n  - path: .\n  timezone: UTC\n", 3, "  timezone: UTC"),
+    ("repos:\n- path: .\n   branch: main\n", 3, "   branch: main"),
+])
+def test_broken_yaml_names_file_line_and_the_line_itself(tmp_path: Path, text: str, line: int,
+                                                         shown: str) -> None:
+    """A mis-indented line, a new user's commonest slip: `<file>:<line>: not valid YAML: ...`,
+    quoting that line, as every other configuration error names its file and line."""
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(cfg, env={})
+    assert info.value.exit_code == 2
+    message = str(info.value)
+    assert message.startswith(f"{cfg}:{line}: not valid YAML: "), message
+    assert message.endswith(f"(got {shown!r})"), message
+    assert "\n" not in message
+
+
 def test_a_subdirectory_is_not_a_work_tree_root(tmp_path: Path) -> None:
     git_repo(tmp_path / "app")
     (tmp_path / "app" / "sub").mkdir()
@@ -154,6 +194,16 @@ def test_a_subdirectory_is_not_a_work_tree_root(tmp_path: Path) -> None:
     cfg.write_text("repos: [app/sub]\n")
     with pytest.raises(ConfigError, match="not a git work tree"):
         load_config(cfg, env={})
+    # Say which root was meant, for a path inside a work tree and one that does not exist.
+    with pytest.raises(ConfigError) as info:
+        load_config(cfg, env={})
+    assert f"it is inside the one at {tmp_path / 'app'}; name that root" in str(info.value)
+    cfg.write_text("repos: [aap]\n")
+    with pytest.raises(ConfigError, match="not a git work tree: no such directory"):
+        load_config(cfg, env={})
+    with pytest.raises(ConfigError, match="--repo: not a git work tree: it is inside the one at"):
+        with_repos(load_config(None, env={"XDG_CONFIG_HOME": str(tmp_path)}),
+                   [str(tmp_path / "app" / "sub")])
 
 
 def test_command_line_overrides(tmp_path: Path) -> None:
@@ -171,6 +221,9 @@ def test_command_line_overrides(tmp_path: Path) -> None:
     assert short.timeout_for(short.repos[0]) == 5
     with pytest.raises(ConfigError, match="--timeout"):
         with_timeout(config, "later")
+    # `5min` is a natural slip: the message says what is accepted, as the file's timeout does.
+    with pytest.raises(ConfigError, match=r"--timeout: bad duration \(use 90s, 30m, 2h"):
+        with_timeout(config, "5min")
 
 
 def test_json_log_lines_have_utc_timestamps_and_events(tmp_path: Path) -> None:

@@ -197,6 +197,20 @@ def test_undelivered_messages_and_pings_are_logged_bounded_and_failed_by_doctor(
     assert "FAIL heartbeat" not in doctor.stdout and "FAIL notify" not in doctor.stdout
 
 
+def test_what_apprise_logs_while_delivering_carries_the_runs_own_run_id(
+        tmp_path: Path, httpserver: HTTPServer) -> None:
+    """SPEC: `run_id` on every line. Apprise logs from the delivery thread (its "Notifying 1
+    service(s)." and why the message was not taken): those lines must name the run that sent
+    it, so a shipper's `run_id` query finds them beside the run's own `notify.failed`."""
+    httpserver.expect_request("/hook").respond_with_data("broken", status=500)
+    repo = told_repo(tmp_path, notify=[f"json://localhost:{httpserver.port}/hook"])
+    assert repo.run("run", *TODAY).returncode == 1
+    [finished] = events(repo, "run.finished")
+    library = [e for e in repo.log_events() if e.get("event") == "library.apprise"]
+    assert library, repo.log_events()
+    assert {e["run_id"] for e in library} == {finished["run_id"]}
+
+
 def test_doctor_fails_on_a_notify_url_apprise_does_not_understand(tmp_path: Path) -> None:
     # Messages go out only after a failing morning: a URL no message can ever reach is said
     # before then, not found out when the first failure goes untold.

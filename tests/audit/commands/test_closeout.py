@@ -199,6 +199,19 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert "no such push log" in capsys.readouterr().err
 
 
+def test_a_mistyped_run_dir_is_refused_and_never_created(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Only `begin` makes a run directory: `closeout` or `report` of a mistyped one says so and
+    leaves no empty directory (with a lock file in it) behind to be mistaken for a run."""
+    typo = tmp_path / "runs" / "lop7"
+    assert audit_main(["closeout", "--run-dir", str(typo)]) == 2
+    assert f"run directory {typo} does not exist" in capsys.readouterr().err
+    assert not typo.exists()
+    assert audit_main(["report", "--run-dir", str(typo)]) == 2
+    assert "no report" in capsys.readouterr().err
+    assert not typo.exists() and not typo.parent.exists()
+
+
 def test_compare_json_is_byte_identical_and_valid(tmp_path: Path) -> None:
     clone, run_dir, _ = arm(tmp_path)
     commit(clone, "src/a.py", "a\n", "logged")
