@@ -123,15 +123,21 @@ def test_unquoted_schedule_reads_as_a_time(tmp_path: Path) -> None:
 ])
 def test_errors_name_file_line_key_and_value(tmp_path: Path, text: str, key: str,
                                              line: int) -> None:
+    cfg, error = config_error(tmp_path, text)
+    assert error.key == key
+    assert error.exit_code == 2
+    assert str(error).startswith(f"{cfg}:{line}: {key}: ")
+    assert "(got " in str(error)
+
+
+def config_error(tmp_path: Path, text: str) -> tuple[Path, ConfigError]:
+    """The configuration error `text` makes, in a config beside a git work tree."""
     git_repo(tmp_path)
     cfg = tmp_path / "config.yaml"
     cfg.write_text(text)
     with pytest.raises(ConfigError) as info:
         load_config(cfg, env={})
-    assert info.value.key == key
-    assert info.value.exit_code == 2
-    assert str(info.value).startswith(f"{cfg}:{line}: {key}: ")
-    assert "(got " in str(info.value)
+    return cfg, info.value
 
 
 def test_broken_yaml_and_non_mapping(tmp_path: Path) -> None:
@@ -159,13 +165,9 @@ def test_broken_yaml_and_non_mapping(tmp_path: Path) -> None:
 def test_an_unknown_key_names_the_key_it_resembles(tmp_path: Path, text: str, key: str,
                                                    hint: str) -> None:
     """A typo or a key in the wrong place is a new user's first mistake: say which key was meant."""
-    git_repo(tmp_path)
-    cfg = tmp_path / "config.yaml"
-    cfg.write_text(text)
-    with pytest.raises(ConfigError) as info:
-        load_config(cfg, env={})
-    assert info.value.key == key
-    assert f": {key}: {hint}" in str(info.value), str(info.value)
+    _cfg, error = config_error(tmp_path, text)
+    assert error.key == key
+    assert f": {key}: {hint}" in str(error), str(error)
 
 
 @pytest.mark.parametrize(("text", "line", "shown"), [
