@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, tzinfo
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from jobs.config.expand import ExpandError, expand, expand_ledger
 from jobs.config.expand import expand_user as expand_user
@@ -17,9 +17,6 @@ from jobs.config.sizes import DEFAULT_OUTPUT_LIMIT, size_of
 from jobs.core.durations import parse_duration, parse_retention
 from jobs.core.errors import ConfigError, UsageError
 from jobs.core.host import default_log_file, default_machine, default_state_dir, home_dir
-
-if TYPE_CHECKING:  # PyYAML is imported only for a file outside config_fast's shapes
-    import yaml
 
 DEFAULT_TIMEOUT = 30 * 60.0
 DEFAULT_KILL_GRACE = 10.0
@@ -119,7 +116,9 @@ def load_config(explicit: str | Path | None = None,
         data, lines, plain = simple
         schedule_text = plain.get("schedule")
     else:
-        data, lines, schedule_text = _read_yaml(path, text)
+        from jobs.config.yaml_keys import read_yaml
+
+        data, lines, schedule_text = read_yaml(path, text)
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -129,66 +128,6 @@ def load_config(explicit: str | Path | None = None,
         # the time by what the file says, not by the number a loader made of it.
         data["schedule"] = schedule_text
     return _build(path, data, lines, env)
-
-
-def _read_yaml(path: Path, text: str) -> tuple[Any, dict[str, int], str | None]:
-    """(data, key lines, the schedule's plain text) read by PyYAML's SafeLoader."""
-    import yaml
-
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
-        if mark is None:
-            raise ConfigError(path, "config", str(path), f"not valid YAML: {problem}") from None
-        lines = text.splitlines()
-        shown = lines[mark.line] if mark.line < len(lines) else ""
-        raise ConfigError(f"{path}:{mark.line + 1}", "", shown,
-                          f"not valid YAML: {problem}") from None
-    from jobs.config.yaml_keys import repeated_key, value_at
-
-    repeated = repeated_key(node)
-    if repeated is not None:
-        # SafeLoader keeps the last of two equal keys without a word: a setting written twice
-        # (one forgotten further down) would silently override the one the owner reads.
-        key, at, first = repeated
-        raise ConfigError(f"{path}:{at}", key, value_at(data, key),
-                          f"repeated key (first on line {first})")
-    return data, _key_lines(node), _plain_text(node, "schedule")
-
-
-def _plain_text(node: "yaml.Node | None", key: str) -> str | None:
-    """The text of a top-level unquoted scalar, exactly as written in the file."""
-    import yaml
-
-    if isinstance(node, yaml.MappingNode):
-        for key_node, value_node in node.value:
-            if (key_node.value == key and isinstance(value_node, yaml.ScalarNode)
-                    and value_node.style is None):
-                return str(value_node.value)
-    return None
-
-
-def _key_lines(node: "yaml.Node | None") -> dict[str, int]:
-    """1-based line of every top-level key, of each item of a list (`notify[0]`) and of the
-    keys of an item that is a mapping (`repos[0].path`)."""
-    import yaml
-
-    lines: dict[str, int] = {}
-    if not isinstance(node, yaml.MappingNode):
-        return lines
-    for key_node, value_node in node.value:
-        key = str(key_node.value)
-        lines[key] = key_node.start_mark.line + 1
-        if isinstance(value_node, yaml.SequenceNode):
-            for i, item in enumerate(value_node.value):
-                lines[f"{key}[{i}]"] = item.start_mark.line + 1
-                if isinstance(item, yaml.MappingNode):
-                    for k, _ in item.value:
-                        lines[f"{key}[{i}].{k.value}"] = k.start_mark.line + 1
-    return lines
 
 
 def _build(path: Path | None, data: dict[Any, Any], lines: dict[str, int],

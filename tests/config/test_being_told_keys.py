@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from jobs.config.fast import read_simple
-from jobs.config.load import REPO_KEYS, TOP_KEYS, _key_lines, load_config
+from jobs.config.load import REPO_KEYS, TOP_KEYS, load_config
+from jobs.config.yaml_keys import key_lines
 from jobs.core.errors import ConfigError
 
 GOOD = """notify:
@@ -40,7 +41,7 @@ def test_the_fast_reader_and_pyyaml_agree_on_their_lines() -> None:
     assert simple is not None
     data, lines, _ = simple
     assert data == yaml.safe_load(GOOD)
-    assert lines == _key_lines(yaml.compose(GOOD, Loader=yaml.SafeLoader))
+    assert lines == key_lines(yaml.compose(GOOD, Loader=yaml.SafeLoader))
     assert lines["notify[1]"] == 3
 
 

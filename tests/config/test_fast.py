@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jobs.config.fast import read_simple
-from jobs.config.load import REPO_KEYS, TOP_KEYS, _key_lines, _plain_text, load_config
+from jobs.config.load import REPO_KEYS, TOP_KEYS, load_config
+from jobs.config.yaml_keys import key_lines, plain_text
 
 # Scalars YAML 1.1 reads as something other than text, or only just as text.
 TRICKY = ["yes", "No", "ON", "off", "true", "FALSE", "null", "Null", "~", "", "0", "00", "07",
@@ -101,9 +102,9 @@ def check(text: str) -> bool:
     node = yaml.compose(text, Loader=yaml.SafeLoader)  # raises if the text is not valid YAML
     expected = yaml.safe_load(text)
     assert typed(data) == typed(expected if expected is not None else {}), text
-    assert lines == _key_lines(node), text
+    assert lines == key_lines(node), text
     for key in TOP_KEYS:
-        assert plain.get(key) == _plain_text(node, key), (text, key)
+        assert plain.get(key) == plain_text(node, key), (text, key)
     return True
 
 
