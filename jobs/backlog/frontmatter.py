@@ -132,12 +132,50 @@ def prequote_at_values(fm: str) -> str:
     return "\n".join(out)
 
 
+# js-yaml takes a tab for a blank in two places libyaml refuses it: a line of nothing but blanks
+# (an editor's auto-indent leaves them), and the blanks after a block sequence item's dash. Only
+# text libyaml refuses is read this way, so nothing it reads changes meaning; columns and line
+# numbers stay as they were.
+_TAB_ONLY_LINE = r"^[ \t]*\t[ \t]*(?=\r?$)"
+_TAB_AFTER_DASH = r"^( *-)([ \t]*\t[ \t]*)(?=\S)"
+
+
+def _tabs_as_blanks(text: str) -> str:
+    text = re.sub(_TAB_ONLY_LINE, "", text, flags=re.MULTILINE)
+    return re.sub(_TAB_AFTER_DASH, lambda m: m.group(1) + " " * len(m.group(2)), text,
+                  flags=re.MULTILINE)
+
+
+def _relaxed(text: str) -> str | None:
+    """The text to read again once libyaml refused it, or None when tabs are not why."""
+    if "\t" not in text:
+        return None
+    relaxed = _tabs_as_blanks(text)
+    return None if relaxed == text else relaxed
+
+
+def _load(text: str) -> Any:
+    import yaml
+
+    try:
+        return yaml.load(text, Loader=_loader())
+    except yaml.YAMLError as exc:
+        relaxed = _relaxed(text)
+        if relaxed is None:
+            raise
+        first = exc
+    try:
+        return yaml.load(relaxed, Loader=_loader())
+    except yaml.YAMLError:
+        raise first from None  # the error as the file is written
+
+
 def load_yaml(text: str, first_line: int = 1) -> Any:
     """Parse YAML text with every scalar as text; errors carry the file line."""
     import yaml
 
     try:
-        return yaml.load(text, Loader=_loader())
+        return _load(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + first_line if mark is not None else None
@@ -152,11 +190,17 @@ def yaml_has_aliases(text: str) -> bool:
     expands them. False for text that is not valid YAML (the loader reports that)."""
     import yaml
 
-    try:
-        return any(isinstance(event, yaml.AliasEvent)
-                   for event in yaml.parse(prequote_at_values(text), Loader=_loader()))
-    except yaml.YAMLError:
-        return False
+    text = prequote_at_values(text)
+    # the text the loader reads: as written, else with its tabs read as js-yaml reads them
+    for candidate in (text, _relaxed(text)):
+        if candidate is None:
+            break
+        try:
+            return any(isinstance(event, yaml.AliasEvent)
+                       for event in yaml.parse(candidate, Loader=_loader()))
+        except yaml.YAMLError:
+            continue
+    return False
 
 
 def load_frontmatter(fm: str, first_line: int = 2) -> dict[str, Any]:

@@ -333,3 +333,37 @@ def test_people_values_the_cli_quotes_leave_the_task_readable(tmp_path: Path) ->
     for n, name in enumerate(ODD_PEOPLE, start=1):
         cli, task = listed[f"TASK-{n}"], ours[f"TASK-{n}"]
         assert (task.status, list(task.labels)) == (cli["status"], cli["labels"]), name
+
+
+# Tabs js-yaml takes as blanks where libyaml refuses them: a line holding only a tab (an editor's
+# auto-indent), a tab after a list item's dash. Each of these is a Done task with a verify label to
+# the CLI, so it must be one to us too, and our edits must leave it one the CLI reads.
+TABBED = {
+    "a tab-only line between keys": "title: T\n\t\nstatus: Done\nlabels: [verify:2026-01-01]\n",
+    "a tab after the dash": "title: T\nstatus: Done\nlabels:\n  -\t'verify:2026-01-01'\n",
+    "a space and a tab after the dash": "title: T\nstatus: Done\nlabels:\n  - \tinfra\n"
+                                        "  - verify:2026-01-01\n",
+    "an indented tab-only line after the list": "title: T\nstatus: Done\nlabels:\n"
+                                                "  - verify:2026-01-01\n  \t\n",
+}
+
+
+def test_tabs_the_cli_reads_leave_the_task_readable_and_editable(tmp_path: Path) -> None:
+    files = {f"tasks/task-{n} - T-{n}.md":
+             f"---\nid: TASK-{n}\n{fm}---\n\nverify-cmd: just verify-a\n"
+             for n, fm in enumerate(TABBED.values(), start=1)}
+    files["tasks/task-9 - T-9.md"] = ("\ufeff" + files["tasks/task-1 - T-1.md"]).replace(
+        "TASK-1", "TASK-9").replace("\n", "\r\n")
+    root = make_backlog(tmp_path, files)
+    listed = {str(t["id"]): t for t in _list_json(root)}
+    result = scan(root)
+    assert result.errors == ()
+    ours = {t.id: t for t in result.tasks}
+    assert set(ours) == set(listed)
+    for task in ours.values():
+        assert (task.status, list(task.labels)) == (listed[task.id]["status"],
+                                                   listed[task.id]["labels"]), task.path.name
+        write_task(task.path, _fail("verify:2026-01-01")(task.raw))
+    for item in _list_json(root):
+        assert item["status"] == "To Do"
+        assert item["labels"] == [*listed[str(item["id"])]["labels"], "verify-failed"]

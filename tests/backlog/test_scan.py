@@ -375,6 +375,10 @@ def test_edit_refuses_anchors_and_aliases_quickly() -> None:
             "labels:\n  - 'verify:2026-11-01'\n---\nverify-cmd: just verify-x\n").encode()
     with pytest.raises(TaskEditError, match="anchors or aliases"):
         remove_label(text, "verify:2026-11-01")
+    # a tab libyaml refuses (read as js-yaml reads it) hides no alias from the check
+    tabbed = text.replace(b"status: Done\n", b"status: Done\n\t\n")
+    with pytest.raises(TaskEditError, match="anchors or aliases"):
+        remove_label(tabbed, "verify:2026-11-01")
 
 
 def test_task_folder_linked_outside_the_repository(tmp_path: Path) -> None:
