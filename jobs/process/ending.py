@@ -20,7 +20,7 @@ _JUST_SIGNALLED = re.compile(r"^error: recipe `(?P<recipe>[^`]+)` was terminated
 # temporary folder it cannot create): the machine's fault, never the recipe's verdict. Just's
 # own last error line; escape sequences in case a colour setting slipped through.
 _JUST_COULD_NOT_RUN = re.compile(
-    r"^error: (?:recipe `[^`]*` (?:could not be run because "
+    r"^error: (?:recipe `(?P<recipe>[^`]*)` (?:could not be run because "
     r"|with (?:shebang|command) `.*` execution error: )"
     r"|backtick could not be run because )")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -53,18 +53,20 @@ def killed_from_outside(exit_code: int | None, tail: str,
             "(the OOM killer or another process); the task is left as it was")
 
 
-def could_not_run(exit_code: int | None, tail: str) -> str | None:
+def could_not_run(exit_code: int | None, tail: str, recipes: Collection[str]) -> str | None:
     """What `just` said when it could not run the recipe at all, or None.
 
     Its error is its last word: the last `error: ` line of the output (a backtick's error is
     followed only by the lines that point into the justfile). A recipe that prints the same
     words and fails is followed by `just`'s own "failed with exit code" line, so it is not
-    taken for one."""
+    taken for one; under `[no-exit-message]` that line is missing, so a line naming a recipe
+    must name one of `recipes` (by bare name), those `just` runs for it."""
     if exit_code != 1:
         return None
     for line in reversed(_ANSI.sub("", tail).splitlines()):
         if line.startswith("error: "):
-            if _JUST_COULD_NOT_RUN.match(line) is None:
+            m = _JUST_COULD_NOT_RUN.match(line)
+            if m is None or (m.group("recipe") is not None and m.group("recipe") not in recipes):
                 return None
             return "just could not run the recipe: " + line[len("error: "):]
     return None
