@@ -164,6 +164,8 @@ def test_exit_codes_pass_through(tmp_path: Path) -> None:
     # The recipe's shell killed from outside (as the OOM killer would): `just` says so.
     ("kill -KILL $$", "error", "killed by SIGKILL, which loop-verify did not send"),
     ("kill -TERM $$", "error", "killed by SIGTERM, which loop-verify did not send"),
+    # Output cut off mid-line (a test runner's dots) puts just's words on that same line.
+    ("printf ....; kill -KILL $$", "error", "killed by SIGKILL, which loop-verify did not send"),
     # A program's own crash is the recipe's failure.
     ("kill -SEGV $$", "exited", None),
     ("kill -ABRT $$", "exited", None),
@@ -204,6 +206,9 @@ NO_SHELL = "loop-verify-test-no-such-shell"
     # A dependency of the recipe that cannot be run is the same fault.
     ("verify-env: dep\n    true\n" + f'[script("{NO_SHELL}")]\n' + recipe("dep", "true"),
      "recipe `dep` with command"),
+    # ... also when what ran before it left its last line unfinished.
+    ("verify-env: dots dep\n    true\n" + recipe("dots", "@printf ....")
+     + f'[script("{NO_SHELL}")]\n' + recipe("dep", "true"), "recipe `dep` with command"),
 ])
 def test_just_saying_the_recipe_could_not_be_run_is_an_error_not_a_failure(
         tmp_path: Path, justfile: str, said: str) -> None:
