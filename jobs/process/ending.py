@@ -11,16 +11,17 @@ from collections.abc import Collection
 # A program's own crash is its failure; any other deadly signal came from outside the recipe.
 CRASH_SIGNALS = frozenset({signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE,
                             signal.SIGABRT, signal.SIGSYS, signal.SIGTRAP})
-# How `just` reports a recipe line (or shebang script) that a signal ended.
-_JUST_SIGNALLED = re.compile(r"^error: recipe `(?P<recipe>[^`]+)` was terminated "
-                             r"(?:on line \d+ )?by signal (?P<signal>\d+)\s*$",
-                             re.IGNORECASE | re.MULTILINE)
+# How `just` reports a recipe line (or shebang script) that a signal ended. Its words start
+# the output's last line, or end it: output cut off mid-line (a test runner's dots) puts them on
+# that same line.
+_JUST_SIGNALLED = re.compile(r"error: recipe `(?P<recipe>[^`]+)` was terminated "
+                             r"(?:on line \d+ )?by signal (?P<signal>\d+)\s*$", re.IGNORECASE)
 
 # How `just` says it could not run a recipe at all (its shell or interpreter missing, a
 # temporary folder it cannot create): the machine's fault, never the recipe's verdict. Just's
 # own last error line; escape sequences in case a colour setting slipped through.
 _JUST_COULD_NOT_RUN = re.compile(
-    r"^error: (?:recipe `[^`]*` (?:could not be run because "
+    r"error: (?:recipe `(?P<recipe>[^`]*)` (?:could not be run because "
     r"|with (?:shebang|command) `.*` execution error: )"
     r"|backtick could not be run because )")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -40,7 +41,7 @@ def killed_from_outside(exit_code: int | None, tail: str,
         signum = -exit_code
     else:
         last = tail.rstrip("\n").rsplit("\n", 1)[-1]
-        m = _JUST_SIGNALLED.match(last)
+        m = _JUST_SIGNALLED.search(last)
         if m is not None and m.group("recipe") in recipes:
             signum = int(m.group("signal"))
     if signum is None or signum in CRASH_SIGNALS:
@@ -53,18 +54,23 @@ def killed_from_outside(exit_code: int | None, tail: str,
             "(the OOM killer or another process); the task is left as it was")
 
 
-def could_not_run(exit_code: int | None, tail: str) -> str | None:
+def could_not_run(exit_code: int | None, tail: str, recipes: Collection[str]) -> str | None:
     """What `just` said when it could not run the recipe at all, or None.
 
     Its error is its last word: the last `error: ` line of the output (a backtick's error is
     followed only by the lines that point into the justfile). A recipe that prints the same
     words and fails is followed by `just`'s own "failed with exit code" line, so it is not
-    taken for one."""
+    taken for one; under `[no-exit-message]` that line is missing, so a line naming a recipe
+    must name one of `recipes` (by bare name), those `just` runs for it."""
     if exit_code != 1:
         return None
     for line in reversed(_ANSI.sub("", tail).splitlines()):
-        if line.startswith("error: "):
-            if _JUST_COULD_NOT_RUN.match(line) is None:
+        # Output cut off mid-line puts just's words after it, on the same line.
+        m = _JUST_COULD_NOT_RUN.search(line)
+        if m is not None:
+            if m.group("recipe") is not None and m.group("recipe") not in recipes:
                 return None
-            return "just could not run the recipe: " + line[len("error: "):]
+            return "just could not run the recipe: " + line[m.start() + len("error: "):]
+        if line.startswith("error: "):
+            return None
     return None

@@ -170,7 +170,8 @@ def _run(argv: list[str], root: Path, env: Mapping[str, str] | None, out: Captur
         error = f"cannot write output file {output_path}: {why}; the task is left as it was"
         outcome = "error"
     elif outcome == "exited":
-        error = killed_from_outside(exit_code, tail, recipes) or could_not_run(exit_code, tail)
+        error = (killed_from_outside(exit_code, tail, recipes)
+                 or could_not_run(exit_code, tail, recipes))
         if error is None and exit_code != 0:
             full = short_of_space(output_path.parent)
             if full is not None:

@@ -8,7 +8,7 @@ import stat
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
 import pytest
@@ -39,10 +39,11 @@ def run(
     env: Mapping[str, str] | None = None,
     on_tick: Callable[[float], None] | None = None,
     stop: threading.Event | None = None,
+    runs: Collection[str] = (),
 ) -> RecipeResult:
     return run_recipe(
         root, jf, name, timeout=timeout, kill_grace=kill_grace, just=just, env=env,
-        on_tick=on_tick, stop=stop, output_path=tmp_path / "out" / f"{name}.log",
+        on_tick=on_tick, stop=stop, output_path=tmp_path / "out" / f"{name}.log", runs=runs,
     )
 
 
@@ -163,6 +164,8 @@ def test_exit_codes_pass_through(tmp_path: Path) -> None:
     # The recipe's shell killed from outside (as the OOM killer would): `just` says so.
     ("kill -KILL $$", "error", "killed by SIGKILL, which loop-verify did not send"),
     ("kill -TERM $$", "error", "killed by SIGTERM, which loop-verify did not send"),
+    # Output cut off mid-line (a test runner's dots) puts just's words on that same line.
+    ("printf ....; kill -KILL $$", "error", "killed by SIGKILL, which loop-verify did not send"),
     # A program's own crash is the recipe's failure.
     ("kill -SEGV $$", "exited", None),
     ("kill -ABRT $$", "exited", None),
@@ -203,11 +206,15 @@ NO_SHELL = "loop-verify-test-no-such-shell"
     # A dependency of the recipe that cannot be run is the same fault.
     ("verify-env: dep\n    true\n" + f'[script("{NO_SHELL}")]\n' + recipe("dep", "true"),
      "recipe `dep` with command"),
+    # ... also when what ran before it left its last line unfinished.
+    ("verify-env: dots dep\n    true\n" + recipe("dots", "@printf ....")
+     + f'[script("{NO_SHELL}")]\n' + recipe("dep", "true"), "recipe `dep` with command"),
 ])
 def test_just_saying_the_recipe_could_not_be_run_is_an_error_not_a_failure(
         tmp_path: Path, justfile: str, said: str) -> None:
     jf = write_justfile(tmp_path, justfile)
-    res = run(tmp_path, jf, "verify-env", tmp_path)
+    runs = read_recipes(jf, tmp_path, just=JUST).running("verify-env")
+    res = run(tmp_path, jf, "verify-env", tmp_path, runs=runs)
     assert (res.outcome, res.exit_code) == ("error", 1), res
     assert res.error is not None and said in res.error, res.error
     assert res.error.startswith("just could not run the recipe: ")
@@ -226,6 +233,18 @@ def test_a_recipe_that_prints_just_words_still_fails(tmp_path: Path,
     jf = write_justfile(tmp_path, recipe("verify-env", *lines))
     res = run(tmp_path, jf, "verify-env", tmp_path, env={**os.environ, "PATH": os.pathsep.join(
         [str(Path(JUST).parent), os.environ.get("PATH", "")])})
+    assert (res.outcome, res.exit_code, res.error) == ("exited", 1, None), res.tail
+
+
+def test_a_silent_recipe_whose_nested_just_could_not_run_still_fails(tmp_path: Path) -> None:
+    # `[no-exit-message]` keeps the outer `just` quiet: the nested one's words come last, but
+    # they name a recipe the outer one never ran.
+    jf = write_justfile(tmp_path, "[no-exit-message]\n" + recipe(
+        "verify-env", f"printf 'set shell := [\"{NO_SHELL}\"]\\ninner:\\n    true\\n' > inner.just",
+        "just --justfile inner.just inner"))
+    res = run(tmp_path, jf, "verify-env", tmp_path, env={**os.environ, "PATH": os.pathsep.join(
+        [str(Path(JUST).parent), os.environ.get("PATH", "")])})
+    assert "recipe `inner` could not be run" in res.tail
     assert (res.outcome, res.exit_code, res.error) == ("exited", 1, None), res.tail
 
 
