@@ -364,6 +364,20 @@ def test_main_force_pushed_and_put_back_on_github_is_non_fast_forward(
     assert f"at {LATER.format(1)} by mallory" in forced[0][1]
 
 
+def test_main_created_on_github_though_it_existed_at_the_arm_is_unverified(
+        tmp_path: Path, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attack: the repository renamed away and made again under its name with main pushed back
+    as it was; the new repository's activity holds only main's creation, never a deletion."""
+    activity: list[dict[str, Any]] = []
+    clone, run_dir, _ = github_run(tmp_path, httpserver, monkeypatch, activity)
+    activity.append(gh_activity(1, "refs/heads/main", ZERO, rev(clone, "HEAD"),
+                                "branch_creation", "mallory", LATER.format(1)))
+    code, report, _ = closeout(run_dir)
+    assert code == 3
+    (verdict, reason), = by_kind(report)["step-unchecked"]
+    assert verdict == "UNVERIFIED" and "though it existed at the arm" in reason
+
+
 def test_a_branch_created_and_deleted_on_github_is_a_step_the_net_change_hides(
         tmp_path: Path, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
     activity: list[dict[str, Any]] = []
