@@ -477,6 +477,22 @@ def test_activity_is_paged_back_to_the_arm_time_and_no_further(httpserver: HTTPS
     assert all(req.headers["Authorization"] == "token t" for req, _ in httpserver.log)
 
 
+@pytest.mark.parametrize(("status", "headers"), [
+    (403, {"x-ratelimit-remaining": "0"}), (403, {"Retry-After": "60"}), (429, {})])
+def test_a_rate_limited_activity_read_says_so(httpserver: HTTPServer, status: int,
+                                              headers: dict[str, str]) -> None:
+    """Unavailable, and not blamed on the token's permissions, which would send the owner to
+    look for a scope the token already has."""
+    base = httpserver.url_for("/api/v3").rstrip("/")
+    httpserver.expect_request(f"/api/v3/repos/{OWNER_NAME}/activity").respond_with_json(
+        {"message": "You have exceeded a secondary rate limit."}, status=status,
+        headers=headers)
+    part = read_activity(OWNER_NAME, token="t", base_url=base, since="2026-11-30T07:00:00Z",
+                         deadline=Deadline.after(10))
+    assert part["available"] is False
+    assert "rate limit" in part["reason"] and "may not read" not in part["reason"]
+
+
 def test_an_activity_page_that_leaves_the_api_is_not_followed(httpserver: HTTPServer) -> None:
     base = httpserver.url_for("/api/v3").rstrip("/")
     httpserver.expect_request(f"/api/v3/repos/{OWNER_NAME}/activity").respond_with_json(
