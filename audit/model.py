@@ -248,6 +248,12 @@ def release_bots(charter: Charter | None) -> tuple[str, ...]:
     return RELEASE_BOTS + tuple(b for b in extra if b not in RELEASE_BOTS)
 
 
+def is_release_bot(charter: Charter | None, login: object) -> bool:
+    """Is `login` one of the release bots? GitHub logins name one account whatever their case
+    (no two differ only by it), so a charter's spelling need not match GitHub's."""
+    return isinstance(login, str) and login.lower() in {b.lower() for b in release_bots(charter)}
+
+
 def grants_release_please(charter: Charter | None, github_repo: str | None) -> bool:
     """Does the charter grant `release-please` for this GitHub `owner/name`?"""
     if charter is None or not github_repo:

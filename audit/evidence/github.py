@@ -262,9 +262,7 @@ def _read(owner_name: str, token: str, base: str, where: str,
         return _unavailable(f"GitHub says not found ({exc.status}): {owner_name} does not exist "
                             f"or the token cannot see it; reading {where}")
     except GithubException as exc:
-        headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
-        if exc.status == 429 or (exc.status == 403 and (
-                headers.get("x-ratelimit-remaining") == "0" or "retry-after" in headers)):
+        if rate_limited(exc):
             return _unavailable(f"GitHub rate limit exhausted ({exc.status}"
                                 f"{_reset_note(exc)}) reading {where}")
         return _unavailable(f"GitHub answered {exc.status} {_message(exc)} reading {where}")
@@ -364,6 +362,19 @@ def _message(exc: GithubException) -> str:
     if isinstance(data, dict) and isinstance(data.get("message"), str):
         return str(data["message"])
     return exc.message or ""
+
+
+def rate_limited(exc: GithubException) -> bool:
+    """A rate limit, primary or secondary, however GitHub words it."""
+    from github.GithubException import RateLimitExceededException
+    headers = {k.lower(): v for k, v in (exc.headers or {}).items()}
+    return isinstance(exc, RateLimitExceededException) or exc.status == 429 or (
+        exc.status == 403 and (headers.get("x-ratelimit-remaining") == "0"
+                               or "retry-after" in headers))
+
+
+def rate_limit_reason(exc: GithubException) -> str:
+    return f"GitHub rate limit exhausted ({exc.status}{_reset_note(exc)})"
 
 
 def _reset_note(exc: GithubException) -> str:

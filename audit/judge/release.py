@@ -15,6 +15,7 @@ from audit.model import (
     UNVERIFIED,
     Change,
     grants_release_please,
+    is_release_bot,
     release_bots,
     short,
 )
@@ -105,7 +106,7 @@ class ReleaseJudge(ReleaseCommitJudge):
             if owner is None:
                 self._add(remote, ref, kind, before_sha, after_sha, UNGRANTED,
                           f"{what} by {uploader}: not a granted release-please release")
-            elif uploader not in release_bots(self.charter):
+            elif not is_release_bot(self.charter, uploader):
                 self._add(remote, ref, kind, before_sha, after_sha, UNGRANTED,
                           f"{what} by {uploader}, not by "
                           f"{' or '.join(release_bots(self.charter))}")
@@ -123,7 +124,7 @@ class ReleaseJudge(ReleaseCommitJudge):
         if not grants_release_please(self.charter, gh_repo):
             return None
         authors = {json.loads(r).get("author") for r in releases}
-        if releases and authors <= set(release_bots(self.charter)):
+        if releases and all(is_release_bot(self.charter, a) for a in authors):
             return f"release {tag} by {', '.join(sorted(str(a) for a in authors))} (granted)"
         return None
 
@@ -133,7 +134,7 @@ class ReleaseJudge(ReleaseCommitJudge):
         if not grants_release_please(self.charter, gh_repo):
             return UNGRANTED, (f"release {tag} by {author}: the charter grants no release-please "
                                f"for {gh_repo or 'this repository'}")
-        if author not in release_bots(self.charter):
+        if not is_release_bot(self.charter, author):
             return UNGRANTED, (f"release {tag} made by {author}, not by "
                                f"{' or '.join(release_bots(self.charter))}")
         if rel.get("draft") is not False:

@@ -16,6 +16,7 @@ from audit.model import (
     UNVERIFIED,
     Commit,
     grants_release_please,
+    is_release_bot,
     release_bots,
 )
 from audit.refs import PEELED
@@ -69,13 +70,12 @@ class ReleaseCommitJudge(JudgeBase):
                      ) -> Mapping[str, Any] | None:
         """The published release of `tag` by a release bot in a granted repository, if any (a
         draft is no release yet)."""
-        bots = release_bots(self.charter)
         wanted = [g.lower() for g in granted]
         for rel in part.get("releases", []):
             rel_repo = self._release_repo(rel, part)
             if rel_repo is None or rel_repo.lower() not in wanted:
                 continue
-            if rel.get("tag_name") == tag and rel.get("author") in bots \
+            if rel.get("tag_name") == tag and is_release_bot(self.charter, rel.get("author")) \
                     and rel.get("draft") is False:
                 return rel  # type: ignore[no-any-return]
         return None

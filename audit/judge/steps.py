@@ -9,6 +9,8 @@ snapshots' plain data: the after-snapshot's remotes carry their `steps` part
   closeout, logged or not; a step whose ancestry could not be read is UNVERIFIED. Its
   fast-forward steps need nothing more: every commit they brought is still judged one by one
   in the net change, or a later step took it away, and that step is no fast-forward.
+  A creation of it while it existed at the arm, no deletion seen first, is UNVERIFIED: the
+  record misses a step (or the repository was replaced under its name).
 * Any other ref whose net change hides steps (it is unchanged, or the log chains its net change):
   each step no entry covers is UNGRANTED, "a step the net change hides". A ref whose net change
   the log does not explain is failing already; its steps add nothing.
@@ -136,16 +138,26 @@ def _default_branch(repo: str, name: str, steps: Sequence[Step],
                     pushes: frozenset[tuple[str, str, str]], net: tuple[str, str]
                     ) -> list[Finding]:
     out: list[Finding] = []
+    # Present at the arm: until a deletion is seen, a creation means one the server's record
+    # does not show (the repository deleted or renamed away and made again under its name).
+    present = net[0] != ZERO
     for step in steps:
         covered = _covered(step, pushes)
         logged = " (logged)" if covered else ""
         if step.new == ZERO:
+            present = False
             out.append(Finding(
                 repo, name, step.ref, "step-deleted", step.old, step.new, None, NON_FAST_FORWARD,
                 f"the default branch was deleted {_when(step)}{logged}: a failure even when "
                 "logged or undone before closeout"))
         elif step.old == ZERO:
-            continue  # created: its commits are judged in the net change
+            if present:
+                out.append(Finding(
+                    repo, name, step.ref, "step-unchecked", step.old, step.new, None, UNVERIFIED,
+                    f"the default branch was created {_when(step)}{logged} though it existed "
+                    "at the arm: its deletion, or the repository's replacement, is not in the "
+                    "server's record"))
+            present = True  # otherwise its commits are judged in the net change
         elif step.fast_forward is False or step.kind == "force_push":
             out.append(Finding(
                 repo, name, step.ref, "step-force-push", step.old, step.new, None,

@@ -15,7 +15,15 @@ import threading
 from datetime import UTC, datetime
 from typing import Any
 
-from audit.evidence.github import Deadline, Pages, UnusablePage, get_page, prepare
+from audit.evidence.github import (
+    Deadline,
+    Pages,
+    UnusablePage,
+    get_page,
+    prepare,
+    rate_limit_reason,
+    rate_limited,
+)
 from jobs.core.urls import DEFAULT_API_URL
 
 _SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -67,6 +75,8 @@ def _read(owner_name: str, token: str, base: str, since: str, where: str,
     try:
         steps = _pages(client, owner_name, base, since)
     except GithubException as exc:
+        if rate_limited(exc):
+            return {"available": False, "reason": f"{rate_limit_reason(exc)} reading {where}"}
         why = {404: "the server has no activity API or the token cannot see it",
                403: "the token may not read the repository's activity"}.get(exc.status, "")
         return {"available": False, "reason": f"GitHub answered {exc.status}"

@@ -364,6 +364,20 @@ def test_main_force_pushed_and_put_back_on_github_is_non_fast_forward(
     assert f"at {LATER.format(1)} by mallory" in forced[0][1]
 
 
+def test_main_created_on_github_though_it_existed_at_the_arm_is_unverified(
+        tmp_path: Path, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Attack: the repository renamed away and made again under its name with main pushed back
+    as it was; the new repository's activity holds only main's creation, never a deletion."""
+    activity: list[dict[str, Any]] = []
+    clone, run_dir, _ = github_run(tmp_path, httpserver, monkeypatch, activity)
+    activity.append(gh_activity(1, "refs/heads/main", ZERO, rev(clone, "HEAD"),
+                                "branch_creation", "mallory", LATER.format(1)))
+    code, report, _ = closeout(run_dir)
+    assert code == 3
+    (verdict, reason), = by_kind(report)["step-unchecked"]
+    assert verdict == "UNVERIFIED" and "though it existed at the arm" in reason
+
+
 def test_a_branch_created_and_deleted_on_github_is_a_step_the_net_change_hides(
         tmp_path: Path, httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
     activity: list[dict[str, Any]] = []
@@ -461,6 +475,22 @@ def test_activity_is_paged_back_to_the_arm_time_and_no_further(httpserver: HTTPS
          "actor": "octocat", "kind": "push"}]}
     assert len(httpserver.log) == 2
     assert all(req.headers["Authorization"] == "token t" for req, _ in httpserver.log)
+
+
+@pytest.mark.parametrize(("status", "headers"), [
+    (403, {"x-ratelimit-remaining": "0"}), (403, {"Retry-After": "60"}), (429, {})])
+def test_a_rate_limited_activity_read_says_so(httpserver: HTTPServer, status: int,
+                                              headers: dict[str, str]) -> None:
+    """Unavailable, and not blamed on the token's permissions, which would send the owner to
+    look for a scope the token already has."""
+    base = httpserver.url_for("/api/v3").rstrip("/")
+    httpserver.expect_request(f"/api/v3/repos/{OWNER_NAME}/activity").respond_with_json(
+        {"message": "You have exceeded a secondary rate limit."}, status=status,
+        headers=headers)
+    part = read_activity(OWNER_NAME, token="t", base_url=base, since="2026-11-30T07:00:00Z",
+                         deadline=Deadline.after(10))
+    assert part["available"] is False
+    assert "rate limit" in part["reason"] and "may not read" not in part["reason"]
 
 
 def test_an_activity_page_that_leaves_the_api_is_not_followed(httpserver: HTTPServer) -> None:

@@ -51,6 +51,18 @@ def test_a_release_needs_the_grant_a_bot_and_no_draft() -> None:
         assert got[(TAG, "tag-added")] == UNGRANTED, rel
 
 
+def test_a_release_bot_is_named_in_any_case_and_only_by_its_own_login() -> None:
+    """GitHub logins are one account whatever their case: a charter's `release-bots: Acme-Bot`
+    names the account GitHub reports as `acme-bot`. A look-alike login is still no bot."""
+    bots = charter(grants=[GH], release_bots=["Acme-Bot"])
+    for author in ("acme-bot", "Release-Please[bot]"):
+        got = logged_release(release("v1.2.0", author=author), grant=bots)
+        assert got[("releases/v1.2.0", "release-added")] == RELEASE_PLEASE, author
+    for author in ("acme-bot2", "release-please-bot", "release-please[bot] ", "acme_bot"):
+        got = logged_release(release("v1.2.0", author=author), grant=bots)
+        assert got[("releases/v1.2.0", "release-added")] == UNGRANTED, author
+
+
 def test_a_release_whose_tag_is_on_no_judged_commit_is_ungranted() -> None:
     b = snapshot(repo_part({"origin": remote({MAIN: B}, url=GH_URL)}, releases=[]))
     a = snapshot(repo_part({"origin": remote({MAIN: B, TAG: X}, url=GH_URL)},
