@@ -18,7 +18,7 @@ from audit.evidence.rundir import (
     run_lock,
     write_json,
 )
-from audit.evidence.seal.arm import armed_line, arms, file_digest, refuse_rearm, seal
+from audit.evidence.seal.arm import armed_line, arms, digest, read_evidence, refuse_rearm, seal
 from audit.evidence.seal.ledger import AuditLedger, open_ledger
 from audit.evidence.seal.transport import fingerprint
 from audit.evidence.snapshot import (
@@ -27,7 +27,7 @@ from audit.evidence.snapshot import (
     summarize,
     take_snapshot,
 )
-from audit.evidence.snapshot_file import load_snapshot
+from audit.evidence.snapshot_file import parse_snapshot
 from audit.judge.seal import arm_chain
 from audit.model import Arm
 from jobs.core.errors import EXIT_FAILED, EXIT_OK, LoopError, UsageError
@@ -60,16 +60,15 @@ def begin(run_dir: Path, repo: Path, charter_path: Path | None,
         with run_lock(run_dir):
             refuse_rearm(run_dir, arms(ledger, run_dir))
             before = run_dir / BEFORE
-            write_json(before, snap)
+            written = write_json(before, snap)
             # A fresh run: an earlier run's after-snapshot and reports say nothing about it.
             for name in (AFTER, REPORT_JSON, REPORT_TXT):
                 (run_dir / name).unlink(missing_ok=True)
             stale = run_dir / PUSH_LOG
             has_log = stale.exists() and stale.stat().st_size > 0
-            digest = file_digest(before)
-            assert digest is not None
             try:
-                arm = seal(ledger, run_dir, kind="begin", extends=None, before_sha256=digest,
+                arm = seal(ledger, run_dir, kind="begin", extends=None,
+                           before_sha256=digest(written),
                            charter_sha256=charter_sha, transport=transport)
             except LoopError:
                 before.unlink(missing_ok=True)  # not sealed: not armed
@@ -91,8 +90,8 @@ def add(run_dir: Path, repo: Path, config: str | None = None) -> int:
         raise UsageError(f"no {BEFORE} in {run_dir}: run `loop-pi-audit begin` first")
     key = str(repo)
     with open_ledger(config) as ledger:
-        chain = _sealed_chain(ledger, run_dir, before_path)
-        if key in load_snapshot(before_path)["repos"]:
+        chain, sealed = _sealed_chain(ledger, run_dir, before_path)
+        if key in parse_snapshot(before_path, sealed)["repos"]:
             print(f"loop-pi-audit: {key} is already in {before_path}; keeping its first snapshot")
             return EXIT_OK
         program = git_program()
@@ -106,17 +105,16 @@ def add(run_dir: Path, repo: Path, config: str | None = None) -> int:
         with run_lock(run_dir):
             # Re-read under the lock: another add may have won the race, and its snapshot is
             # first; and what is extended must still be what was sealed.
-            chain = _sealed_chain(ledger, run_dir, before_path)
-            before: dict[str, Any] = load_snapshot(before_path)
+            chain, sealed = _sealed_chain(ledger, run_dir, before_path)
+            before: dict[str, Any] = parse_snapshot(before_path, sealed)
             if key in before["repos"]:
                 print(f"loop-pi-audit: {key} is already in {before_path}; keeping its first "
                       "snapshot")
                 return EXIT_OK
             before["repos"] = dict(sorted({**before["repos"], **snap["repos"]}.items()))
-            write_json(before_path, before)
-            digest = file_digest(before_path)
-            assert digest is not None
-            arm = seal(ledger, run_dir, kind="add", extends=chain[-1].id, before_sha256=digest,
+            written = write_json(before_path, before)
+            arm = seal(ledger, run_dir, kind="add", extends=chain[-1].id,
+                       before_sha256=digest(written),
                        charter_sha256=chain[-1].charter_sha256, transport=transport)
     print(f"loop-pi-audit: added {key} to {before_path}")
     print(summarize(snap))
@@ -124,17 +122,20 @@ def add(run_dir: Path, repo: Path, config: str | None = None) -> int:
     return EXIT_OK
 
 
-def _sealed_chain(ledger: AuditLedger, run_dir: Path, before_path: Path) -> tuple[Arm, ...]:
-    """The arm chain `add` extends: refused when there is none, or when the before-snapshot no
+def _sealed_chain(ledger: AuditLedger, run_dir: Path, before_path: Path
+                  ) -> tuple[tuple[Arm, ...], bytes]:
+    """The arm chain `add` extends and the before-snapshot's bytes, read once (what is extended
+    must be what was checked): refused when there is no chain, or when the before-snapshot no
     longer matches its newest row (an edited snapshot must not be sealed anew)."""
     chain = arm_chain(arms(ledger, run_dir))
     if not chain:
         raise UsageError(f"{run_dir} was never armed in the ledger {ledger.shown}: run "
                          "`loop-pi-audit begin` first")
-    if file_digest(before_path) != chain[-1].before_sha256:
+    sealed = read_evidence(before_path)
+    if sealed is None or digest(sealed) != chain[-1].before_sha256:
         raise LoopError(f"{before_path} does not match its seal (ledger row {chain[-1].id}): "
                         "refusing to extend it; closeout will report it TAMPERED", EXIT_FAILED)
-    return chain
+    return chain, sealed
 
 
 def _complete(snap: dict[str, Any], verb: str) -> bool:

@@ -40,12 +40,12 @@ from audit.evidence.rundir import (
     run_lock,
     write_json,
 )
-from audit.evidence.seal.arm import armed_elsewhere, armed_in, arms, file_digest
+from audit.evidence.seal.arm import armed_elsewhere, armed_in, arms, digest, read_evidence
 from audit.evidence.seal.ledger import AuditLedger, SealError, open_ledger
 from audit.evidence.seal.pushes import read_sealed_log, sealed_pushes
 from audit.evidence.seal.transport import fingerprint, github_settings
 from audit.evidence.snapshot import take_snapshot
-from audit.evidence.snapshot_file import load_snapshot
+from audit.evidence.snapshot_file import load_snapshot, parse_snapshot
 from audit.judge.compare import judge
 from audit.judge.seal import (
     SealJudgement,
@@ -120,8 +120,11 @@ def _closeout(run_dir: Path, charter_path: str | None, push_log: str | None, as_
         for stale in (REPORT_JSON, REPORT_TXT):
             (run_dir / stale).unlink(missing_ok=True)
         entries, lines = read_sealed_log(log_path)
+        # Read once: the bytes checked against the seal are the bytes judged.
+        before_bytes = read_evidence(before_path)
         seals = Seals(run_dir=str(run_dir), ledger=ledger.shown if ledger else "",
-                      problem=problem, before_sha256=file_digest(before_path),
+                      problem=problem,
+                      before_sha256=None if before_bytes is None else digest(before_bytes),
                       expect_before=expect_before, log_lines=lines, log_name=log_path.name,
                       armed_in=armed_in(run_dir))
         if ledger is not None:
@@ -135,8 +138,8 @@ def _closeout(run_dir: Path, charter_path: str | None, push_log: str | None, as_
         notes: list[str] = []
         before: dict[str, Any] = {}
         after: dict[str, Any] = {}
-        if verdict.before_ok:
-            before = load_before(before_path)
+        if verdict.before_ok and before_bytes is not None:
+            before = load_before(before_path, before_bytes)
             charter = resolve_charter(charter_path, before, before_path)
             findings += charter_findings(str(run_dir), before.get("charter_sha256"),
                                          verdict.head)
@@ -192,9 +195,10 @@ def _judge_run(run_dir: Path, before: dict[str, Any], entries: list[PushEntry],
     return after, findings + judged, notes
 
 
-def load_before(path: Path) -> dict[str, Any]:
-    """The before-snapshot; one that holds no repository is malformed (exit 2)."""
-    before = load_snapshot(path)
+def load_before(path: Path, data: bytes | None = None) -> dict[str, Any]:
+    """The before-snapshot (from `data` when it was read already); one that holds no repository
+    is malformed (exit 2)."""
+    before = load_snapshot(path) if data is None else parse_snapshot(path, data)
     if not before["repos"]:
         raise InputError(path, "not a loop-pi-audit snapshot: it holds no repository (`begin` "
                          "takes one)")

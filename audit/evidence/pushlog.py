@@ -27,7 +27,18 @@ def is_sha(value: str) -> bool:
 def read_push_log(path: Path) -> list[PushEntry]:
     """Every entry of the log, in order. A malformed line fails the whole read: a push log that
     cannot be trusted line by line cannot explain anything."""
+    return read_push_log_lines(path)[0]
+
+
+def read_push_log_lines(path: Path) -> tuple[list[PushEntry], list[str]]:
+    """The entries and the lines they were read from (as text, as the ledger seals them), from
+    one read of the file: the run can replace it between two reads, and the lines checked
+    against their seals must be the very lines whose entries are judged."""
     raws = _raw_lines(path)
+    return _parse_lines(path, raws), [raw.decode("utf-8", "surrogateescape") for raw in raws]
+
+
+def _parse_lines(path: Path, raws: list[bytes]) -> list[PushEntry]:
     fast = _parse_all(raws)
     if fast is not None:
         return fast
@@ -107,11 +118,6 @@ def _parse_line(path: Path, number: int, raw: bytes) -> PushEntry:
         raise InputError(path, "malformed push-log line: 'sealed' must be true or false",
                          line=number)
     return PushEntry(line=number, sealed=sealed, **values)
-
-
-def read_log_lines(path: Path) -> list[str]:
-    """The log's lines as text, without their newlines (as the ledger seals them)."""
-    return [raw.decode("utf-8", "surrogateescape") for raw in _raw_lines(path)]
 
 
 def _raw_lines(path: Path) -> list[bytes]:

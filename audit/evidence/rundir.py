@@ -85,9 +85,12 @@ def _dump(obj: object, indent: str, out: list[str]) -> None:
 _string = json.encoder.encode_basestring
 
 
-def write_json(path: Path, obj: object) -> None:
-    """Write `obj` so that a crash leaves either the old file or the whole new one."""
+def write_json(path: Path, obj: object) -> bytes:
+    """Write `obj` so that a crash leaves either the old file or the whole new one; the bytes
+    written (what is sealed: the file itself may be replaced the moment it is written)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     # A name git gave us that is not UTF-8 (a ref `x\xff`) holds a lone surrogate: written as
     # its JSON escape `\udcff`, which reads back as the very same string.
-    atomic_write(path, dump_json(obj).encode("utf-8", "backslashreplace"))
+    data = dump_json(obj).encode("utf-8", "backslashreplace")
+    atomic_write(path, data)
+    return data

@@ -21,11 +21,19 @@ _OBJECT_NAME = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 def load_snapshot(path: Path) -> dict[str, Any]:
     """Read and check a snapshot file; anything malformed is an InputError (exit 2)."""
     try:
-        text = read_regular(path).decode("utf-8")
+        data = read_regular(path)
     except FileNotFoundError:
         raise InputError(path, "no such snapshot file") from None
     except OSError as exc:
         raise InputError(path, f"cannot read snapshot: {exc.strerror or exc}") from None
+    return parse_snapshot(path, data)
+
+
+def parse_snapshot(path: Path, data: bytes) -> dict[str, Any]:
+    """Check the bytes read from the snapshot file `path` (once: the bytes whose seal was
+    checked); anything malformed is an InputError (exit 2)."""
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(path, f"cannot read snapshot: {exc}") from None
     try:

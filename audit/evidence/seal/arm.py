@@ -24,15 +24,19 @@ from jobs.core.fs import read_regular
 ARM_FILE = "audit-arm.json"
 
 
-def file_digest(path: Path) -> str | None:
-    """The sha256 of a file's bytes; None when there is no such file. Anything but a regular
-    file (a FIFO would block the read for ever) is refused: InputError, exit 2."""
+def read_evidence(path: Path) -> bytes | None:
+    """A file's bytes, read once so that what is checked against its seal is what is used; None
+    when there is no such file. Anything but a regular file is refused: InputError, exit 2."""
     try:
-        return hashlib.sha256(read_regular(path)).hexdigest()
+        return read_regular(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
         raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def armed_in(run_dir: Path) -> str | None:

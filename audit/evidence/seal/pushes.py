@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from audit.evidence.pushlog import append_lines, read_log_lines, read_push_log, render_line
+from audit.evidence.pushlog import append_lines, read_push_log_lines, render_line
 from audit.evidence.seal.arm import armed_in
 from audit.evidence.seal.ledger import AuditLedger, SealError, open_ledger, run_dir_key
 from audit.model import LogLine, PushEntry, SealedPush
@@ -60,16 +60,15 @@ def sealed_pushes(ledger: AuditLedger, run_dir: Path) -> tuple[SealedPush, ...]:
                  for r in rows)
 
 
-def log_lines(path: Path, entries: list[PushEntry]) -> tuple[LogLine, ...]:
+def log_lines(texts: list[str], entries: list[PushEntry]) -> tuple[LogLine, ...]:
     """The file's lines with the hook's `sealed` mark (from the parsed entries)."""
-    texts = read_log_lines(path)
     unsealed = {e.line for e in entries if not e.sealed}
     return tuple(LogLine(n, text, n not in unsealed) for n, text in enumerate(texts, start=1))
 
 
 def read_sealed_log(path: Path) -> tuple[list[PushEntry], tuple[LogLine, ...]]:
-    entries = read_push_log(path)
-    return entries, log_lines(path, entries)
+    entries, texts = read_push_log_lines(path)
+    return entries, log_lines(texts, entries)
 
 
 __all__ = ["SealError", "log_lines", "read_sealed_log", "record_pushes", "seal_lines",
