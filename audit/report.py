@@ -58,11 +58,11 @@ def finding_line(f: Finding) -> str:
     else:
         indent, what = "", f.kind.replace("-", " ")
         span = f"{_end(f.before, f)}..{_end(f.after, f)}"
-    return _printable(f"{indent}[{f.repo}] {f.remote or '-'} {f.ref or '-'}: {what} {span} "
+    return printable(f"{indent}[{f.repo}] {f.remote or '-'} {f.ref or '-'}: {what} {span} "
                       f"[{f.verdict}] {f.reason}")
 
 
-def _printable(line: str) -> str:
+def printable(line: str) -> str:
     """The line with every character that is not printable escaped (`\r`, `\x1b`, `\u2028`):
     a subject or path is the run's to write, and raw it could move the cursor, hide text or
     start a line of its own."""
@@ -93,7 +93,7 @@ def render_text(findings: Sequence[Finding], shown: Sequence[Finding] | None = N
     which stays last."""
     shown = group_commits(findings) if shown is None else shown
     return _utf8("".join(finding_line(f) + "\n" for f in shown)
-                 + "".join(_printable(f"note: {n}") + "\n" for n in notes)
+                 + "".join(printable(f"note: {n}") + "\n" for n in notes)
                  + summary_line(shown) + "\n")
 
 

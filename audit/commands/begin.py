@@ -30,6 +30,7 @@ from audit.evidence.snapshot import (
 from audit.evidence.snapshot_file import parse_snapshot
 from audit.judge.seal import arm_chain
 from audit.model import Arm
+from audit.report import printable
 from jobs.core.errors import EXIT_FAILED, EXIT_OK, LoopError, UsageError
 
 
@@ -141,7 +142,8 @@ def _sealed_chain(ledger: AuditLedger, run_dir: Path, before_path: Path
 def _complete(snap: dict[str, Any], verb: str) -> bool:
     reasons = snapshot_complete(snap)
     for reason in reasons:
-        print(f"loop-pi-audit: unavailable: {reason}", file=sys.stderr)
+        # A reason names the remote, whose name is the clone's (the run's) to write.
+        print(printable(f"loop-pi-audit: unavailable: {reason}"), file=sys.stderr)
     if reasons:
         print(f"loop-pi-audit: {verb} refused: {len(reasons)} part(s) of the snapshot could not "
               "be read; nothing written", file=sys.stderr)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from audit.evidence.rundir import write_json
 from audit.evidence.snapshot import require_repository, snapshot_complete, summarize, take_snapshot
+from audit.report import printable
 from jobs.core.errors import EXIT_OK
 
 
@@ -15,7 +16,8 @@ def main(*, out: str, repos: list[str]) -> int:
     snap = take_snapshot(roots, charter_sha256=None)
     write_json(Path(out), snap)
     for reason in snapshot_complete(snap):
-        print(f"loop-pi-audit: unavailable: {reason}", file=sys.stderr)
+        # A reason names the remote, whose name is the clone's (the run's) to write.
+        print(printable(f"loop-pi-audit: unavailable: {reason}"), file=sys.stderr)
     print(f"loop-pi-audit: wrote {out}")
     print(summarize(snap))
     return EXIT_OK

@@ -138,6 +138,21 @@ def test_snapshot_command_writes_whatever_is_available(
     assert out.read_text().endswith("}\n")
 
 
+def test_an_unavailable_remote_named_to_move_the_cursor_is_said_escaped(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The clone's configuration is the run's to write: a remote name (which git config lets
+    hold a carriage return or an escape) must not rewrite the terminal `begin` reports to."""
+    clone, _ = make_repo_with_remote(tmp_path)
+    name = "x\x1b[2K\rarmed \u202e"
+    git(clone, "config", f"remote.{name}.url", str(tmp_path / "missing.git"))
+    out = tmp_path / "snap.json"
+    assert audit_main(["snapshot", "--out", str(out), str(clone)]) == 0
+    assert audit_main(["begin", str(clone), "--run-dir", str(tmp_path / "run")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("unavailable: ") == 2 and "x\\x1b[2K\\rarmed \\u202e" in err
+    assert all(line.isprintable() for line in err.splitlines())
+
+
 def test_snapshot_of_a_path_that_is_no_repository_is_a_usage_error(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "plain").mkdir()
