@@ -93,9 +93,15 @@ def _parse_authority(path: Path, number: int, value: str) -> list[Grant]:
         if kind not in KNOWN_GRANTS:
             raise InputError(path, f"unknown grant {kind!r} (known: "
                              f"{', '.join(sorted(KNOWN_GRANTS))})", line=number)
-        if len(words) != 2 or not _OWNER_NAME.match(words[1]):
+        name = words[1].partition("/")[2] if len(words) == 2 else ""
+        if len(words) != 2 or not _OWNER_NAME.match(words[1]) or name in (".", ".."):
             raise InputError(path, f"malformed grant {item.strip()!r}: "
                              f"expected `{kind} <owner/name>`", line=number)
+        if name.lower().endswith(".git"):
+            # GitHub names no repository so (it takes `.git` off a new one's name): the grant
+            # would match nothing, and the release it was meant for would fail unexplained.
+            raise InputError(path, f"malformed grant {item.strip()!r}: a GitHub repository "
+                             f"name never ends in `.git`; write `{words[1][:-4]}`", line=number)
         grants.append(Grant(kind=kind, repo=words[1]))
     return grants
 

@@ -74,6 +74,12 @@ def test_charter_without_authority_grants_nothing(tmp_path: Path) -> None:
     ("# Charter: x loop1\nauthority: release-please a/b c\n", 2, "malformed grant"),
     ("# Charter: x loop1\nauthority: release-please not-a-repo\n", 2, "malformed grant"),
     ("# Charter: x loop1\nauthority: release-please a/b,\n", 2, "empty grant"),
+    # A clone URL's tail, or a name GitHub gives no repository: it would grant nothing, and the
+    # release it was written for would fail the audit with the charter's mistake unsaid.
+    ("# Charter: x loop1\nauthority: release-please acme/widgets.git\n", 2,
+     "write `acme/widgets`"),
+    ("# Charter: x loop1\nauthority: release-please acme/..\n", 2, "malformed grant"),
+    ("# Charter: x loop1\nauthority: release-please acme/.\n", 2, "malformed grant"),
     ("# Charter: x loop1\nauthority: release-please a/b\nauthority: release-please c/d\n",
      3, "given twice"),
 ])
