@@ -52,7 +52,7 @@ def _parse_all(raws: list[bytes]) -> list[PushEntry] | None:
     if any(not raw.strip() for raw in raws):
         return None
     try:
-        objs = json.loads(b"[" + b",".join(raws) + b"]")
+        objs = json.loads(b"[" + b",".join(raws) + b"]", object_pairs_hook=_unique)
     except (ValueError, RecursionError):
         return None
     if len(objs) != len(raws):
@@ -75,12 +75,34 @@ def _parse_all(raws: list[bytes]) -> list[PushEntry] | None:
     return entries
 
 
+class _Repeated(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object whose keys are all different: with a key given twice, json keeps the last
+    value and another reader the first, so the line says two things."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _Repeated(key)
+            seen.add(key)
+    return obj
+
+
 def _parse_line(path: Path, number: int, raw: bytes) -> PushEntry:
     if not raw.strip():
         raise InputError(path, "malformed push-log line: blank line (one JSON object per line)",
                          line=number)
     try:
-        obj: Any = json.loads(raw.decode("utf-8"))
+        obj: Any = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique)
+    except _Repeated as exc:
+        raise InputError(path, f"malformed push-log line: key {exc.key!r} given twice",
+                         line=number) from None
     except UnicodeDecodeError:
         raise InputError(path, "malformed push-log line: not UTF-8", line=number) from None
     except json.JSONDecodeError as exc:

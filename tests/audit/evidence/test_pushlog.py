@@ -60,3 +60,20 @@ def test_push_log_ends_empty_file_and_blank_lines(tmp_path: Path) -> None:
         assert (done.returncode, done.stderr) == (
             2, f"loop-pi-audit: {log}:{number}: malformed push-log line: blank line "
                "(one JSON object per line)\n")
+
+
+def test_a_key_given_twice_on_a_line_is_a_malformed_line(tmp_path: Path) -> None:
+    """`{"repo": "/a", ..., "repo": "/b"}` is read as /b by Python and as /a by other readers (a
+    person, jq's first-wins tools): a line that says two things explains nothing."""
+    run = Run(tmp_path)
+    commit(run.clone, "src/x.py", "x\n", "x")
+    run.push()
+    line = json.dumps({"repo": str(run.clone), "remote": "origin", "ref": "refs/heads/x",
+                       "old": ZERO, "new": "1" * 40, "at": "2026-11-30T07:00:00Z",
+                       "source": "test"})
+    with run.log.open("a") as fh:
+        fh.write(line[:-1] + ', "repo": "/elsewhere"}\n')
+    code, _, err, _, _ = compare_files(tmp_path, run.before, run.snapshot(), run.log)
+    assert code == 2, err
+    assert err == (f"loop-pi-audit: {run.log}:2: malformed push-log line: key 'repo' given "
+                   "twice\n")
