@@ -285,8 +285,9 @@ def commit_facts(root: Path, branch: str, paths: Sequence[str]) -> CommitFacts:
     common = gdir
     if (gdir / "commondir").is_file():
         common = (gdir / (gdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
-    locks = tuple(p for p in (gdir / "index.lock", common / "refs" / "heads" / f"{branch}.lock")
-                  if p.exists())
+    # A commit on the checked-out branch locks HEAD (the worktree's own) as well as the branch.
+    locks = tuple(p for p in (gdir / "index.lock", gdir / "HEAD.lock",
+                              common / "refs" / "heads" / f"{branch}.lock") if p.exists())
     signing = _run(root, "config", "--type=bool", "--get", "commit.gpgsign",
                    ok=(0, 1)).strip() == "true"
     signing_error = None

@@ -157,6 +157,22 @@ def test_a_stale_index_lock_skips_the_repository_before_any_recipe(
     assert f"remove {lock}" in out
 
 
+@pytest.mark.parametrize("name", ["HEAD.lock", "refs/heads/main.lock"])
+def test_a_stale_ref_lock_skips_the_repository_before_any_recipe(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
+    # A git killed while it moved HEAD leaves HEAD.lock: every commit on the branch fails
+    # ("cannot lock ref 'HEAD'") until the owner removes it, so the recipe's verdict could
+    # not land.
+    repo, count = counting_repo(tmp_path)
+    task = repo.add_task(1, notes="verify-cmd: just verify-count")
+    repo.commit_all("task")
+    lock = repo.root / ".git" / name
+    lock.write_text("")
+    assert_skipped_before_any_recipe(repo, count, task, capsys, name)
+    out = doctor(repo, capsys)
+    assert f"FAIL repo {repo.root}:" in out and f"remove {lock}" in out
+
+
 def test_signing_with_no_usable_key_skips_the_repository_before_any_recipe(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
