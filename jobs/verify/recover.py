@@ -86,10 +86,11 @@ def recover_pending(ctx: RepoContext, pending: list[Attempt], finish: Finish,
                 found = git.verdict_commit(root, paths[-1], p.commit_message, p.after_sha256,
                                            p.started_at)
         decision = recovery.decide(p, current, changes, in_git=found is not None,
-                                   wrong_checkout=wrong)
+                                   wrong_checkout=wrong, source_sha256=(
+                                       file_sha256(original) if len(paths) > 1 else None))
         if decision.action is recovery.Action.ABANDON:
-            if len(paths) > 1 and target.exists() and original.exists():
-                target.unlink()
+            # A moved task's new file left here is never ours to delete: the run that died
+            # wrote it whole or not at all, so one that is not the edit is the owner's.
             p.edit_state = EditState.ABANDONED
             ctx.ledger.update(p)
             # Its claim is released: the task stays eligible, for any machine.
