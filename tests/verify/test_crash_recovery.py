@@ -394,10 +394,21 @@ def test_crash_recovery_keeps_a_commit_git_made_before_it_failed(tmp_path: Path)
     assert "verify:" not in task.read_text()
 
 
-def test_a_committed_verdict_never_reads_abandoned(tmp_path: Path) -> None:
+@pytest.mark.parametrize("attributes", [None, "*.md text eol=crlf\n"],
+                         ids=["plain", "checked out with CRLF"])
+def test_a_committed_verdict_never_reads_abandoned(tmp_path: Path,
+                                                   attributes: str | None) -> None:
     repo = make_verify_repo(tmp_path)
     path = repo.add_task(1)
+    if attributes is not None:
+        # git keeps LF and writes CRLF into the work tree: the verdict's bytes are not the
+        # blob's.
+        (repo.root / ".gitattributes").write_text(attributes)
+        path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
     repo.commit_all("one task")
+    if attributes is not None:
+        assert repo.status() == "" and b"\r\n" in path.read_bytes()
+        assert b"\r\n" not in git_show(repo, "HEAD", path)
     assert repo.run("run", *TODAY).returncode == 0
     verdict_commit = repo.head()
     # The state a kill -9 right after the verdict commit leaves: the row still pending.
