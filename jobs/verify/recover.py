@@ -17,7 +17,13 @@ from jobs.ledger.model import Attempt, EditState, Verdict
 from jobs.verify import kept
 from jobs.verify.rules import readiness, recovery
 from jobs.verify.rules.edit_plan import sha256
-from jobs.verify.task import RepoContext, check_commit, commit_checked, commit_made
+from jobs.verify.task import (
+    RepoContext,
+    check_commit,
+    commit_checked,
+    commit_made,
+    still_written,
+)
 
 log = get_logger("loop-verify")
 
@@ -184,7 +190,9 @@ def commit_kept(ctx: RepoContext, rows: list[Attempt], finish: Finish,
         assert row.commit_message is not None
 
         def restore(before: bytes = before, source: Path = source, target: Path = target,
-                    moves: bool = len(paths) > 1) -> None:
+                    moves: bool = len(paths) > 1, after: bytes = after) -> None:
+            if not still_written(target, after):
+                return
             if moves:
                 target.unlink(missing_ok=True)
             write_task(source, before)

@@ -277,6 +277,34 @@ def test_a_refused_verdict_is_committed_later_without_running_the_recipe_again(
     assert code == 0 and results == [] and runs(count) == 1
 
 
+def test_a_refused_commit_never_puts_back_a_task_file_someone_edited_while_it_ran(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The owner edits the task while a slow pre-commit hook runs, and the hook then refuses the
+    # commit (the hook does both here, so the edit lands at a known moment). Putting the task's
+    # old bytes back would throw the owner's edit away, and the next run would commit the kept
+    # verdict over it: the file is left as the owner made it, and nothing commits over it.
+    repo, count = counting_repo(tmp_path)
+    task = repo.add_task(1, notes="verify-cmd: just verify-count")
+    repo.commit_all("task")
+    hook(repo, "pre-commit", f"echo 'A note of the owner.' >> '{task}'\n"
+         "echo 'pre-commit: refused' >&2\nexit 1\n")
+    head = repo.head()
+
+    code, results = run_json(repo, capsys)
+
+    assert code == 3 and runs(count) == 1 and repo.head() == head
+    assert task.read_text().endswith("A note of the owner.\n")
+    assert "verify:" not in task.read_text()  # the verdict was in it when the owner edited it
+    assert [r["verdict"] for r in results] == ["pass", "error"], results
+    assert "a commit hook changed the work tree" in results[1]["reason"]
+    owners = task.read_bytes()
+
+    (repo.root / ".git" / "hooks" / "pre-commit").unlink()
+    _, results = run_json(repo, capsys)
+    assert task.read_bytes() == owners and repo.head() == head, results
+    assert runs(count) == 1
+
+
 def test_a_kept_verdict_is_dropped_when_the_task_file_changed(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo, count = counting_repo(tmp_path)
