@@ -212,7 +212,8 @@ def verdict_commit(root: Path, path: str, subject: str, after_sha256: str,
                    since: datetime) -> str | None:
     """The commit, made since `since`, whose subject is `subject` and whose version of `path` has
     the sha256 `after_sha256`: a verdict's own commit, found even after later commits changed the
-    file. One `git log`, plus one `git show` per commit with that subject."""
+    file. One `git log`, plus one `git show` per commit with that subject (and, when its bytes
+    differ, one `git cat-file --filters`)."""
     stamp = (since - timedelta(minutes=5)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     out = _run(root, "log", f"--since={stamp}", "--format=%H%x00%s", "--", path)
     for line in out.splitlines():
@@ -221,6 +222,12 @@ def verdict_commit(root: Path, path: str, subject: str, after_sha256: str,
             continue
         shown = _git(root, ["show", f"{sha}:{path}"])
         if shown.returncode == 0 and hashlib.sha256(shown.stdout).hexdigest() == after_sha256:
+            return sha
+        # The hash is of the bytes written into the work tree; an eol or filter attribute
+        # (CRLF on checkout, say) makes the blob differ from them: compare them as checked out.
+        checked_out = _git(root, ["cat-file", "--filters", f"{sha}:{path}"])
+        if (checked_out.returncode == 0
+                and hashlib.sha256(checked_out.stdout).hexdigest() == after_sha256):
             return sha
     return None
 
@@ -285,8 +292,9 @@ def commit_facts(root: Path, branch: str, paths: Sequence[str]) -> CommitFacts:
     common = gdir
     if (gdir / "commondir").is_file():
         common = (gdir / (gdir / "commondir").read_text(encoding="utf-8").strip()).resolve()
-    locks = tuple(p for p in (gdir / "index.lock", common / "refs" / "heads" / f"{branch}.lock")
-                  if p.exists())
+    # A commit on the checked-out branch locks HEAD (the worktree's own) as well as the branch.
+    locks = tuple(p for p in (gdir / "index.lock", gdir / "HEAD.lock",
+                              common / "refs" / "heads" / f"{branch}.lock") if p.exists())
     signing = _run(root, "config", "--type=bool", "--get", "commit.gpgsign",
                    ok=(0, 1)).strip() == "true"
     signing_error = None

@@ -17,7 +17,13 @@ from jobs.ledger.model import Attempt, EditState, Verdict
 from jobs.verify import kept
 from jobs.verify.rules import readiness, recovery
 from jobs.verify.rules.edit_plan import sha256
-from jobs.verify.task import RepoContext, check_commit, commit_checked, commit_made
+from jobs.verify.task import (
+    RepoContext,
+    check_commit,
+    commit_checked,
+    commit_made,
+    still_written,
+)
 
 log = get_logger("loop-verify")
 
@@ -86,10 +92,11 @@ def recover_pending(ctx: RepoContext, pending: list[Attempt], finish: Finish,
                 found = git.verdict_commit(root, paths[-1], p.commit_message, p.after_sha256,
                                            p.started_at)
         decision = recovery.decide(p, current, changes, in_git=found is not None,
-                                   wrong_checkout=wrong)
+                                   wrong_checkout=wrong, source_sha256=(
+                                       file_sha256(original) if len(paths) > 1 else None))
         if decision.action is recovery.Action.ABANDON:
-            if len(paths) > 1 and target.exists() and original.exists():
-                target.unlink()
+            # A moved task's new file left here is never ours to delete: the run that died
+            # wrote it whole or not at all, so one that is not the edit is the owner's.
             p.edit_state = EditState.ABANDONED
             ctx.ledger.update(p)
             # Its claim is released: the task stays eligible, for any machine.
@@ -183,7 +190,9 @@ def commit_kept(ctx: RepoContext, rows: list[Attempt], finish: Finish,
         assert row.commit_message is not None
 
         def restore(before: bytes = before, source: Path = source, target: Path = target,
-                    moves: bool = len(paths) > 1) -> None:
+                    moves: bool = len(paths) > 1, after: bytes = after) -> None:
+            if not still_written(target, after):
+                return
             if moves:
                 target.unlink(missing_ok=True)
             write_task(source, before)

@@ -3,6 +3,7 @@ verdict. Pure judgement lives in `drift` and `edit_plan`; this is the sequence o
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable
@@ -287,9 +288,22 @@ def failure_reason(outcome: verdicts.Outcome) -> str | None:
 
 def restore(edit: edit_plan.EditPlan) -> None:
     """Put the task file back as it was before the verdict."""
+    if not still_written(edit.target, edit.after):
+        return
     if edit.moves:
         edit.target.unlink(missing_ok=True)
     atomic_write(edit.source, edit.before)
+
+
+def still_written(target: Path, after: bytes) -> bool:
+    """Whether the task file still holds the verdict written into it. Someone who edited it
+    while the commit ran (a slow hook) made it theirs: their bytes are never replaced."""
+    with contextlib.suppress(OSError):
+        if target.read_bytes() == after:
+            return True
+    log.warning("verify.restore_skipped", path=str(target),
+                reason="the task file changed while its verdict was being committed")
+    return False
 
 
 def commit_checked(ctx: RepoContext, paths: list[str], message: str,

@@ -157,6 +157,22 @@ def test_a_stale_index_lock_skips_the_repository_before_any_recipe(
     assert f"remove {lock}" in out
 
 
+@pytest.mark.parametrize("name", ["HEAD.lock", "refs/heads/main.lock"])
+def test_a_stale_ref_lock_skips_the_repository_before_any_recipe(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str) -> None:
+    # A git killed while it moved HEAD leaves HEAD.lock: every commit on the branch fails
+    # ("cannot lock ref 'HEAD'") until the owner removes it, so the recipe's verdict could
+    # not land.
+    repo, count = counting_repo(tmp_path)
+    task = repo.add_task(1, notes="verify-cmd: just verify-count")
+    repo.commit_all("task")
+    lock = repo.root / ".git" / name
+    lock.write_text("")
+    assert_skipped_before_any_recipe(repo, count, task, capsys, name)
+    out = doctor(repo, capsys)
+    assert f"FAIL repo {repo.root}:" in out and f"remove {lock}" in out
+
+
 def test_signing_with_no_usable_key_skips_the_repository_before_any_recipe(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -259,6 +275,34 @@ def test_a_refused_verdict_is_committed_later_without_running_the_recipe_again(
     # Nothing is left to commit and nothing is due: a fourth run does nothing at all.
     code, results = run_json(repo, capsys)
     assert code == 0 and results == [] and runs(count) == 1
+
+
+def test_a_refused_commit_never_puts_back_a_task_file_someone_edited_while_it_ran(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # The owner edits the task while a slow pre-commit hook runs, and the hook then refuses the
+    # commit (the hook does both here, so the edit lands at a known moment). Putting the task's
+    # old bytes back would throw the owner's edit away, and the next run would commit the kept
+    # verdict over it: the file is left as the owner made it, and nothing commits over it.
+    repo, count = counting_repo(tmp_path)
+    task = repo.add_task(1, notes="verify-cmd: just verify-count")
+    repo.commit_all("task")
+    hook(repo, "pre-commit", f"echo 'A note of the owner.' >> '{task}'\n"
+         "echo 'pre-commit: refused' >&2\nexit 1\n")
+    head = repo.head()
+
+    code, results = run_json(repo, capsys)
+
+    assert code == 3 and runs(count) == 1 and repo.head() == head
+    assert task.read_text().endswith("A note of the owner.\n")
+    assert "verify:" not in task.read_text()  # the verdict was in it when the owner edited it
+    assert [r["verdict"] for r in results] == ["pass", "error"], results
+    assert "a commit hook changed the work tree" in results[1]["reason"]
+    owners = task.read_bytes()
+
+    (repo.root / ".git" / "hooks" / "pre-commit").unlink()
+    _, results = run_json(repo, capsys)
+    assert task.read_bytes() == owners and repo.head() == head, results
+    assert runs(count) == 1
 
 
 def test_a_kept_verdict_is_dropped_when_the_task_file_changed(

@@ -394,10 +394,21 @@ def test_crash_recovery_keeps_a_commit_git_made_before_it_failed(tmp_path: Path)
     assert "verify:" not in task.read_text()
 
 
-def test_a_committed_verdict_never_reads_abandoned(tmp_path: Path) -> None:
+@pytest.mark.parametrize("attributes", [None, "*.md text eol=crlf\n"],
+                         ids=["plain", "checked out with CRLF"])
+def test_a_committed_verdict_never_reads_abandoned(tmp_path: Path,
+                                                   attributes: str | None) -> None:
     repo = make_verify_repo(tmp_path)
     path = repo.add_task(1)
+    if attributes is not None:
+        # git keeps LF and writes CRLF into the work tree: the verdict's bytes are not the
+        # blob's.
+        (repo.root / ".gitattributes").write_text(attributes)
+        path.write_bytes(path.read_bytes().replace(b"\n", b"\r\n"))
     repo.commit_all("one task")
+    if attributes is not None:
+        assert repo.status() == "" and b"\r\n" in path.read_bytes()
+        assert b"\r\n" not in git_show(repo, "HEAD", path)
     assert repo.run("run", *TODAY).returncode == 0
     verdict_commit = repo.head()
     # The state a kill -9 right after the verdict commit leaves: the row still pending.
@@ -417,3 +428,33 @@ def test_a_committed_verdict_never_reads_abandoned(tmp_path: Path) -> None:
     rows = repo.history()
     assert [r["edit_state"] for r in rows] == ["committed"], rows
     assert rows[0]["commit_sha"] == verdict_commit
+
+
+@pytest.mark.parametrize("edited", ["completed", "tasks"])
+def test_recovery_of_a_move_never_deletes_a_task_file_the_owner_edited(
+        tmp_path: Path, edited: str) -> None:
+    # A run died after it moved a reopened task out of completed/ and before its commit. The
+    # owner, seeing completed/ lose a file, restored it (`git checkout -- <path>`) and edited one
+    # of the two copies. Neither copy is the run's to delete any more: both stay as the owner
+    # left them, and nothing is run or committed (an edited old file leaves the edit pending and
+    # the repository skipped; an edited new one is no longer the edit, and the two files now
+    # share an id, which makes the task unreadable).
+    repo = make_verify_repo(tmp_path)
+    original = repo.add_task(1, notes="verify-cmd: just verify-bad", folder="completed")
+    repo.commit_all("a done task")
+    target = repo.root / "backlog" / "tasks" / original.name
+    crash_before_commit(repo)
+    assert target.exists() and not original.exists()
+    repo.git("checkout", "--", str(original.relative_to(repo.root)))
+    owners = original if edited == "completed" else target
+    owners.write_bytes(owners.read_bytes() + b"\nThe owner's own note.\n")
+    kept = {p: p.read_bytes() for p in (original, target)}
+    head = repo.head()
+
+    proc = repo.run("run", *TODAY, "--json")
+
+    assert {p: p.read_bytes() for p in (original, target) if p.exists()} == kept
+    assert repo.head() == head
+    results = json.loads(proc.stdout)["results"]
+    assert all(r["verdict"] == "skipped" for r in results), results
+    assert len(list(repo.state_dir.glob("runs/*/*.log"))) == 1, "the recipe ran again"

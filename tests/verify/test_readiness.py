@@ -69,3 +69,44 @@ def test_doctor_says_when_git_cannot_name_the_committer(
     assert verify_main(["doctor", "--config", str(repo.config_path)]) == 1
     out = capsys.readouterr().out
     assert f"FAIL repo {repo.root}: git cannot name the committer" in out
+
+
+@pytest.mark.parametrize("operation", ["cherry-pick", "revert"])
+def test_a_multi_commit_cherry_pick_or_revert_stopped_midway_skips_the_repository(
+        tmp_path: Path, operation: str) -> None:
+    # A range of commits stopped on a conflict; the owner resolved and committed it but never
+    # ran `--continue`. CHERRY_PICK_HEAD (or REVERT_HEAD) is gone, yet git still holds the rest
+    # of the sequence and `git status` says the operation is in progress: a verdict commit
+    # there would land in the middle of it.
+    repo = make_verify_repo(tmp_path, tasks=[1])
+    readme = repo.root / "README.md"
+    base = repo.head()
+    for i in range(2):
+        readme.write_text(f"side {i}\n")
+        repo.git("commit", "-qam", f"side {i}")
+    side = repo.head()
+    if operation == "cherry-pick":
+        repo.git("reset", "-q", "--hard", base)
+        readme.write_text("main's own change\n")
+        repo.git("commit", "-qam", "main's own change")
+        args = ("cherry-pick", f"{base}..{side}")
+    else:
+        readme.write_text("a later change\n")
+        repo.git("commit", "-qam", "a later change")
+        args = ("revert", "--no-edit", "HEAD~1", "HEAD~2")
+    repo.git(*args, check=False)  # stops on the conflict
+    readme.write_text("resolved\n")
+    repo.git("add", "README.md")
+    repo.git("-c", "core.editor=true", "commit", "-q", "--no-edit")
+    gdir = repo.root / ".git"
+    assert (gdir / "sequencer").is_dir()
+    assert not (gdir / "CHERRY_PICK_HEAD").exists() and not (gdir / "REVERT_HEAD").exists()
+    assert "currently" in repo.git("status") or "in progress" in repo.git("status")
+    head = repo.head()
+
+    done = repo.run("run", *TODAY)
+
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert f"a {operation} is in progress" in done.stdout, done.stdout
+    assert repo.head() == head and repo.status() == ""
+    assert not list(repo.state_dir.glob("runs/*/*.log")), "a recipe ran"

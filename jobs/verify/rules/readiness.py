@@ -24,7 +24,20 @@ def operation_in_progress(gdir: Path) -> str | None:
     for name, what in _IN_PROGRESS.items():
         if (gdir / name).exists():
             return what
-    return None
+    return _sequence_in_progress(gdir / "sequencer" / "todo")
+
+
+def _sequence_in_progress(todo: Path) -> str | None:
+    """A cherry-pick or revert of several commits whose stopped step was committed by hand:
+    CHERRY_PICK_HEAD and REVERT_HEAD are gone, but git (and `git status`) still holds the
+    rest of the sequence, named by the first command of its to-do list."""
+    try:
+        first = todo.read_text(encoding="utf-8", errors="replace").split(maxsplit=1)
+    except OSError:
+        return None
+    if not first:
+        return None
+    return _IN_PROGRESS["REVERT_HEAD" if first[0] in ("revert", "r") else "CHERRY_PICK_HEAD"]
 
 
 def some_paths(paths: tuple[str, ...] | list[str]) -> str:

@@ -29,7 +29,7 @@ def written(pending: Attempt, current_sha256: str | None) -> bool:
 
 def decide(pending: Attempt, current_sha256: str | None,
            changes: tuple[str, ...], *, in_git: bool = False,
-           wrong_checkout: str | None = None) -> Decision:
+           wrong_checkout: str | None = None, source_sha256: str | None = None) -> Decision:
     """The pending edit's fate from the target file's hash and the work tree's changed paths.
 
     `changes` only matters once the edit is known to be written. `in_git` says the verdict's
@@ -37,7 +37,9 @@ def decide(pending: Attempt, current_sha256: str | None,
     verdict that reached git was committed, whatever the task file holds now (its owner may
     have edited it since), and is never called abandoned. `wrong_checkout` says why no commit
     may be made in the checkout as it is (another branch, a detached HEAD, a merge in progress):
-    the verdict belongs on the configured branch, so the edit then waits.
+    the verdict belongs on the configured branch, so the edit then waits. `source_sha256` is
+    the hash of a moved task's old file when it is there: committing the move deletes it, which
+    only the bytes the verdict came from may be.
     """
     if not written(pending, current_sha256):
         if in_git:
@@ -53,6 +55,9 @@ def decide(pending: Attempt, current_sha256: str | None,
     if wrong_checkout is not None:
         return Decision(Action.SKIP_REPO, f"the pending edit of {pending.task_id} is not "
                         f"committed here: {wrong_checkout}")
+    if source_sha256 is not None and source_sha256 != pending.before_sha256:
+        return Decision(Action.SKIP_REPO, f"the pending edit of {pending.task_id} is not "
+                        f"committed: {pending.edit_paths[0]} changed since it was written")
     return Decision(Action.COMMIT)
 
 

@@ -48,6 +48,15 @@ def test_a_written_edit_is_committed_only_when_the_tree_holds_nothing_else() -> 
                            "backlog/completed/t.md, backlog/tasks/t.md, src/a.py, b, c …")
 
 
+def test_a_move_is_committed_only_while_its_old_file_is_gone_or_as_the_verdict_found_it() -> None:
+    assert decide(pending(), NEW, OURS, source_sha256=None).action is Action.COMMIT
+    assert decide(pending(), NEW, OURS, source_sha256=OLD).action is Action.COMMIT
+    edited = decide(pending(), NEW, OURS, source_sha256=OTHER)
+    assert edited.action is Action.SKIP_REPO
+    assert edited.reason == ("the pending edit of TASK-1 is not committed: "
+                             "backlog/completed/t.md changed since it was written")
+
+
 def test_a_checkout_is_ready_only_on_its_branch_clean_and_whole() -> None:
     clean = WorkTreeState("main", ())
     assert readiness.not_ready(None, clean, "main") is None
