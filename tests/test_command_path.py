@@ -32,7 +32,7 @@ HEAVY = ("sqlalchemy", "structlog", "git", "psutil", "apscheduler", "github")
 # NamedTuples), shutil (argparse's help width), socket (the host name).
 NOT_ON_THE_PATH = ("yaml", "dataclasses", "inspect", "shutil", "socket")
 ORCHESTRATION = ("jobs.verify.run", "jobs.ledger.store", "jobs.process.recipe", "jobs.verify.task",
-                 "jobs.git.repo", "jobs.core.logs")
+                 "jobs.verify.commit", "jobs.verify.context", "jobs.git.repo", "jobs.core.logs")
 
 
 def loaded(*argv: str) -> set[str]:

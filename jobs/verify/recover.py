@@ -15,15 +15,10 @@ from jobs.git import repo as git
 from jobs.git.run import GitError
 from jobs.ledger.model import Attempt, EditState, Verdict
 from jobs.verify import kept
+from jobs.verify.commit import check_commit, commit_checked, commit_made, still_written
+from jobs.verify.context import RepoContext
 from jobs.verify.rules import readiness, recovery
 from jobs.verify.rules.edit_plan import sha256
-from jobs.verify.task import (
-    RepoContext,
-    check_commit,
-    commit_checked,
-    commit_made,
-    still_written,
-)
 
 log = get_logger("loop-verify")
 

@@ -23,11 +23,12 @@ from jobs.ledger.model import FAILING, Attempt, Verdict
 from jobs.ledger.store import Ledger, LedgerError
 from jobs.process import recipe as runner
 from jobs.verify import claims as clone_claims
+from jobs.verify.context import RepoContext, Ticker
 from jobs.verify.recipes import recipe_problems
 from jobs.verify.recover import commit_kept, recover_pending
 from jobs.verify.rules import eligibility, readiness
 from jobs.verify.summary import EVENTS, Printer, RunSummary, passed_for_good, unexpected
-from jobs.verify.task import RepoContext, Ticker, storable, verify_task
+from jobs.verify.task import storable, verify_task
 from jobs.verify.terminal import format_line, natural_key, one_line, repo_name
 
 log = get_logger("loop-verify")

@@ -24,10 +24,10 @@ from jobs.ledger.spool import SPOOL_DIR
 from jobs.ledger.store import Ledger
 from jobs.process import recipe as runner
 from jobs.verify import tell
+from jobs.verify.context import Ticker
 from jobs.verify.repo_run import RepoRun
 from jobs.verify.rules import eligibility
 from jobs.verify.summary import Printer, RunSummary, closing_line, unexpected
-from jobs.verify.task import Ticker
 from jobs.verify.terminal import repo_names
 
 log = get_logger("loop-verify")
