@@ -11,7 +11,7 @@ from jobs.schedule.serve import serve
 
 
 def main(*, config_path: str | None) -> int:
-    """Exit 0 after a clean stop (SIGTERM/SIGINT), 2 on a bad configuration, 3 when another
+    """Exit 0 after a clean stop (SIGTERM/SIGINT/SIGHUP), 2 on a bad configuration, 3 when another
     `serve` already holds the state directory."""
     exe.isolate_environment(os.environ)
     config = load_config(config_path)

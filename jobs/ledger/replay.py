@@ -50,6 +50,13 @@ def _flush(ledger: Ledger) -> int:
             log.error("ledger.spool_flush_failed", ledger=ledger.shown_url,
                       entry=path.name, error=first_line(exc))
             break
+        except (KeyError, TypeError, ValueError) as exc:
+            # JSON, but not the payload its kind needs (damaged, edited): left in place it would
+            # stop every later run before its first task.
+            log.error("ledger.spool_entry_unreadable", ledger=ledger.shown_url,
+                      entry=path.name, kind=kind, error=first_line(exc))
+            ledger.spool.set_aside(path)
+            continue
         ledger.spool.remove(path)
         written += 1
     return written

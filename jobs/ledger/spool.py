@@ -42,9 +42,13 @@ class Spool:
                 entry = json.loads(path.read_text(encoding="utf-8"))
                 kind, payload = str(entry["kind"]), dict(entry["payload"])
             except (OSError, ValueError, KeyError, TypeError):
-                os.replace(path, path.with_suffix(".unreadable"))
+                self.set_aside(path)
                 continue
             yield path, kind, payload
+
+    def set_aside(self, path: Path) -> None:
+        """Keep an entry that cannot be written out of the way, for a person to look at."""
+        os.replace(path, path.with_suffix(".unreadable"))
 
     def remove(self, path: Path) -> None:
         path.unlink(missing_ok=True)

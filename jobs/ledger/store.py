@@ -63,8 +63,10 @@ class LedgerError(LoopError):
 def _engine(url: str) -> sa.Engine:
     connect_args: dict[str, Any] = {}
     if url.startswith("sqlite"):
-        # Two runs may share one SQLite file: wait for the other's write instead of failing.
-        connect_args["timeout"] = 30
+        # Two runs may share one SQLite file: wait for the other's write instead of failing. A
+        # lock held for longer (a backup, a shell left inside BEGIN) is an unreachable ledger:
+        # each wait is cut off like a connection attempt, so the retries end within 10 s too.
+        connect_args["timeout"] = CONNECT_TIMEOUT
     elif url.startswith("postgresql"):
         query = sa.make_url(url).query
         if "connect_timeout" not in query:

@@ -18,7 +18,7 @@ from apscheduler.triggers.base import BaseTrigger
 
 from jobs.config.load import Config
 from jobs.core.logs import get_logger
-from jobs.schedule.daily import DailyTrigger
+from jobs.schedule.daily import DailyTrigger, occurrence
 
 JOB_ID = "loop-verify-daily"
 JOB_NAME = "loop-verify daily verification"
@@ -148,7 +148,7 @@ def ensure_job(scheduler: DailyScheduler, trigger: BaseTrigger, job: JobFunc,
     next_run: datetime | None = stored.next_run_time
     if _trigger_key(stored.trigger) != _trigger_key(trigger) or next_run is None:
         overdue = next_run is not None and next_run <= now
-        new_next = next_run if overdue else trigger.get_next_fire_time(None, now)
+        new_next = next_run if overdue else _same_day(stored.trigger, trigger, next_run, now)
         changes.update(trigger=trigger, next_run_time=new_next)
         _log.info("scheduler.rescheduled", job_id=JOB_ID,
                   old_trigger=str(stored.trigger), old_timezone=str(stored.trigger.timezone),
@@ -159,6 +159,19 @@ def ensure_job(scheduler: DailyScheduler, trigger: BaseTrigger, job: JobFunc,
     return next_run
 
 
+
+
+def _same_day(old: BaseTrigger, new: BaseTrigger, pending: datetime | None,
+              now: datetime) -> datetime | None:
+    """The new trigger's run for the local day the pending run belonged to: recomputed from now,
+    a time moved later after today's run would run today again, and one moved earlier, to a time
+    already passed, before today's run would leave today without one. When that time has passed
+    it is overdue, and caught up like any missed run."""
+    if pending is None or not (isinstance(old, DailyTrigger) and isinstance(new, DailyTrigger)):
+        recomputed: datetime | None = new.get_next_fire_time(None, now)
+        return recomputed
+    day = pending.astimezone(old.timezone).date()
+    return occurrence(day, new.at, new.timezone)
 
 
 def stored_next_run(state_dir: Path) -> datetime | None:

@@ -68,8 +68,8 @@ POLL_INTERVAL = 0.5  # how soon the main loop notices a stop
 
 EXIT_SERVE_BUSY = EXIT_UNCHECKED
 
-# Set when `serve` stops (SIGTERM/SIGINT): the verification run sees it, stops its recipe (the whole
-# process tree), records the attempt as interrupted and edits no task.
+# Set when `serve` stops (SIGTERM/SIGINT/SIGHUP): the verification run sees it, stops its recipe
+# (the whole process tree), records the attempt as interrupted and edits no task.
 STOP = threading.Event()
 
 _log = get_logger("loop-jobs.scheduler")
@@ -150,7 +150,7 @@ def serve(config: Config, *, job: JobFunc = run_daily_verification,
           trigger: BaseTrigger | None = None, stop: threading.Event = STOP,
           install_signal_handlers: bool = True,
           on_ready: Callable[[datetime | None], None] | None = None) -> int:
-    """Run the daily job until SIGTERM/SIGINT (or until `stop` is set); return the exit code.
+    """Run the daily job until SIGTERM/SIGINT/SIGHUP (or until `stop` is set); return the exit code.
 
     `job` and `trigger` are injectable so tests can drive the scheduler with a job that records its
     calls and a trigger a few seconds ahead; the command line always uses the defaults.
@@ -257,8 +257,11 @@ def _serve_locked(config: Config, trigger: BaseTrigger, job: JobFunc, kwargs: di
     return 0
 
 
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
 class _SignalPipe:
-    """SIGTERM and SIGINT reach the main loop as bytes on a pipe (`signal.set_wakeup_fd`).
+    """SIGTERM, SIGINT and SIGHUP reach the main loop as bytes on a pipe (`signal.set_wakeup_fd`).
 
     The Python-level handler does nothing: a handler that set a `threading.Event` could run while
     the interrupted main thread held that very Event's lock (inside `Event.wait`) and deadlock the
@@ -270,9 +273,12 @@ class _SignalPipe:
         for fd in (self.read_fd, self.write_fd):
             os.set_blocking(fd, False)
         self.previous_fd = signal.set_wakeup_fd(self.write_fd)
+        # SIGHUP too (the terminal closed): left to its default it would kill only this process,
+        # and the recipe, in its own session, would outlive it. One the caller ignores (`nohup`)
+        # stays ignored.
         self.previous: dict[int, Any] = {
-            signum: signal.signal(signum, _ignore_here) for signum in (signal.SIGTERM,
-                                                                       signal.SIGINT)}
+            signum: signal.signal(signum, _ignore_here) for signum in STOP_SIGNALS
+            if signal.getsignal(signum) is not signal.SIG_IGN}
 
     def wait(self, timeout: float) -> bool:
         """Whether a stop signal arrived within `timeout` seconds."""
@@ -283,7 +289,7 @@ class _SignalPipe:
             data = os.read(self.read_fd, 64)
         except BlockingIOError:
             return False
-        names = [signal.Signals(b).name for b in data if b in (signal.SIGTERM, signal.SIGINT)]
+        names = [signal.Signals(b).name for b in data if b in self.previous]
         if names:
             print(f"loop-verify serve: {names[0]}, stopping", file=sys.stderr, flush=True)
         return bool(names)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -59,3 +60,25 @@ def test_two_runs_flushing_one_spool_at_once_write_each_entry_and_neither_crashe
     assert read_runs(ledger_at(tmp_path)) == spooled
     spool = tmp_path / SPOOL_DIR
     assert list(spool.glob("*.json")) == [] and list(spool.glob("*.unreadable")) == []
+
+
+@pytest.mark.parametrize("kind", ["attempt", "claim", "run"])
+def test_an_entry_that_parses_but_does_not_decode_is_set_aside_and_the_rest_written(
+        tmp_path: Path, kind: str) -> None:
+    # Valid JSON whose payload is not what its kind needs (a damaged field name, a hand edit):
+    # it must not stop the run that flushes, morning after morning, with nothing verified.
+    gone = ledger_at(tmp_path)
+    gone.unreachable = True
+    early = Run("r0", "alpha", "manual", DAY, exit_code=3, ended_at=DAY + timedelta(seconds=5))
+    assert not save_run(gone, early)
+    spool = tmp_path / SPOOL_DIR
+    damaged = spool / "00000000000000000001-damaged.json"
+    damaged.write_text(json.dumps({"kind": kind, "payload": {"run_id": 7}}))
+    later = Run("r1", "alpha", "manual", DAY + timedelta(days=1), exit_code=0,
+                ended_at=DAY + timedelta(days=1, seconds=5))
+    assert not save_run(gone, later)
+
+    assert flush_spool(ledger_at(tmp_path)) == 2
+    assert read_runs(ledger_at(tmp_path)) == [early, later]
+    assert list(spool.glob("*.json")) == []
+    assert [p.name for p in spool.glob("*.unreadable")] == [damaged.with_suffix(".unreadable").name]

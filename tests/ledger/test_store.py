@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -13,6 +15,7 @@ from verify_helpers import make_verify_repo
 
 from jobs.core.errors import LoopError
 from jobs.ledger.model import Attempt
+from jobs.ledger.spool import Spool
 from jobs.ledger.store import Ledger, LedgerError
 
 
@@ -70,6 +73,29 @@ def test_unusable_ledger_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(LoopError, match="driver is not installed") as raised:
         Ledger("nosuchdialect://x")
     assert raised.value.exit_code == 2
+
+
+@pytest.mark.slow
+def test_a_sqlite_ledger_held_locked_is_given_up_within_10_seconds_and_spooled(
+        tmp_path: Path) -> None:
+    # Another process (a backup, an `sqlite3` shell left inside BEGIN) holds the write lock: the
+    # ledger is as unreachable as a server that never answers, and the SPEC's bound applies.
+    db = tmp_path / "ledger.db"
+    Ledger(f"sqlite:///{db}").close()
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    ledger = Ledger(f"sqlite:///{db}", spool_dir=tmp_path / "spool")
+    try:
+        begun = time.monotonic()
+        saved = ledger.save(attempt("/a", "pass", datetime.now(UTC), task_id="TASK-1"))
+        assert time.monotonic() - begun < 10
+    finally:
+        ledger.close()
+        holder.rollback()
+        holder.close()
+    assert saved is False and ledger.unreachable
+    [(_, kind, payload)] = list(Spool(tmp_path / "spool").entries())
+    assert kind == "attempt" and payload["task_id"] == "TASK-1"
 
 
 @pytest.fixture(scope="module")

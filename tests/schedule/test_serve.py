@@ -154,12 +154,16 @@ def test_a_later_occurrence_within_the_grace_runs_once(at: Callable[[datetime], 
 
 def test_changed_schedule_reschedules_and_is_logged(config: Config, tmp_path: Path) -> None:
     now = datetime.now(UTC)
-    seed_store(config, daily_trigger(config).get_next_fire_time(None, now))
-    ahead = (now + timedelta(hours=6)).astimezone(ZoneInfo("America/New_York"))
+    pending = daily_trigger(config).get_next_fire_time(None, now)
+    seed_store(config, pending)
+    new_york = ZoneInfo("America/New_York")
+    ahead = (now + timedelta(hours=6)).astimezone(new_york)
     changed = write_config(tmp_path / "cfg dir", schedule=f"{ahead:%H:%M}",
                            timezone="America/New_York")
     with InProcessServe(changed, job=record_run) as daemon:
-        expected = daily_trigger(changed).get_next_fire_time(None, now)
+        # The pending run's local day, at the new time in the new zone.
+        expected = first_instant_reading(pending.astimezone(config.timezone).date(),
+                                         ahead.time().replace(second=0, microsecond=0), new_york)
         assert daemon.next_run == expected
     [entry] = log_events(config.log_file, "scheduler.rescheduled")
     assert entry["new_trigger"] == f"daily[{ahead:%H:%M}:00]"
@@ -178,6 +182,31 @@ def test_changed_schedule_keeps_an_overdue_run(config: Config, tmp_path: Path) -
         assert wait_for(lambda: len(runs(changed)) == 1, timeout=5)
     [entry] = log_events(config.log_file, "scheduler.rescheduled")
     assert entry["kept_overdue_run"] is True
+
+
+@pytest.mark.parametrize("moved", ["later", "earlier"])
+def test_a_changed_schedule_keeps_one_run_per_local_day(
+        tmp_path: Path, at: Callable[[datetime], Config], moved: str) -> None:
+    # The owner edits `schedule` and restarts serve. Moved later after today's run, today must
+    # not run twice; moved earlier, to a time already passed, before today's run, today must not
+    # go without one. The pending run keeps its local day and takes the new time on that day.
+    now = datetime.now(UTC)
+    hour = timedelta(hours=1)
+    old = at(now - hour if moved == "later" else now + hour)
+    pending = daily_trigger(old).get_next_fire_time(None, now)
+    assert pending is not None
+    seed_store(old, pending)
+    new_time = (now + hour if moved == "later" else now - hour).astimezone(old.timezone)
+    changed = write_config(tmp_path / "cfg dir", schedule=f"{new_time:%H:%M}",
+                           timezone="Europe/London")
+    day = pending.astimezone(old.timezone).date()
+    expected = first_instant_reading(day, new_time.time().replace(second=0, microsecond=0),
+                                     old.timezone)
+    with InProcessServe(changed, job=record_run) as daemon:
+        assert daemon.next_run == expected
+        if expected <= now:
+            assert wait_for(lambda: len(runs(changed)) == 1, timeout=5)
+    assert len(runs(changed)) == (1 if expected <= now else 0)
 
 
 def test_second_serve_on_the_same_state_dir_is_refused(config: Config) -> None:

@@ -91,7 +91,10 @@ def _gone(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
-def test_sigterm_during_a_recipe_stops_its_tree_and_records_interrupted(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_stop_signal_during_a_recipe_stops_its_tree_and_records_interrupted(
+        tmp_path: Path, signum: signal.Signals) -> None:
+    # SIGHUP is the terminal `serve` was started from being closed.
     pids_file = tmp_path / "pids"
     repo = make_verify_repo(tmp_path, justfile=SLEEPY.format(pids=pids_file),
                             timeout="5m", extra_config={"kill_grace": "2s"})
@@ -109,19 +112,22 @@ def test_sigterm_during_a_recipe_stops_its_tree_and_records_interrupted(tmp_path
         pids = [int(p) for p in pids_file.read_text().split()]
         assert not any(_gone(p) for p in pids)
 
-        second = _serve(repo)
-        out, err = second.communicate(timeout=20)
-        assert second.returncode == 3, err
-        assert "already running" in err and str(config.state_dir) in err
-        assert f"pid {daemon.pid}" in err
+        if signum == signal.SIGTERM:
+            second = _serve(repo)
+            out, err = second.communicate(timeout=20)
+            assert second.returncode == 3, err
+            assert "already running" in err and str(config.state_dir) in err
+            assert f"pid {daemon.pid}" in err
 
-        daemon.send_signal(signal.SIGTERM)
+        daemon.send_signal(signum)
         out, err = daemon.communicate(timeout=20)
+        # Before the clean-up below, which would kill what the daemon left behind.
+        outlived = [p for p in pids if not _gone(p)]
     finally:
         _cleanup(daemon, pids_file)
+    assert outlived == []
     assert daemon.returncode == 0, err
     assert "stopped" in out
-    assert all(_gone(p) for p in pids)
     # No task edited half-way, nothing committed, and the attempt is on record as interrupted.
     assert task.read_bytes() == task_bytes
     assert repo.head() == head
