@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 import system
-from review_helpers import HOSTILE_TITLE, NO_RUN_DAYS_AGO, SECOND, ReviewWorld
+from inprocess import loop_verify
+from review_helpers import HOSTILE_TITLE, NO_RUN_DAYS_AGO, SECOND, ReviewWorld, plain_ledger
+
+from jobs.ledger.model import Attempt, Run
+from jobs.ledger.runs import save_run
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
                  "--disable-background-networking", "--disable-component-update",
@@ -73,6 +77,39 @@ LAYOUT = """() => {
 def page_file(world: ReviewWorld, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("page") / "review.html"
     done = world.review("--out", str(out))
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+# A name too long for any screen, with no place to break it; a path in two right-to-left
+# scripts with an emoji and a zero-width joiner.
+LONG = "X" * 500
+RTL_CLONE = ("/home/me/\u05de\u05d0\u05d2\u05e8/\u0639\u0631\u0628\u064a/"
+             "app-\U0001f468\u200d\U0001f469")
+
+
+@pytest.fixture(scope="module")
+def extreme_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A page of rows written directly (the dates are the test's): a repository and a task
+    named by 500 characters without a space, a right-to-left path, a failure every morning."""
+    base = tmp_path_factory.mktemp("extreme")
+    config, ledger = plain_ledger(base, machine="mac")
+    start = datetime(2026, 11, 20, 7, tzinfo=UTC)
+    for day in range(10):
+        at = start + timedelta(days=day)
+        save_run(ledger, Run(f"run-{day}", "mac", "launchd", at,
+                             ended_at=at + timedelta(seconds=30), exit_code=1,
+                             counts={"fail": 1, "pass": 1}))
+        for i, (clone, task) in enumerate(((f"/srv/{LONG}", f"TASK-{LONG}"),
+                                           (RTL_CLONE, "TASK-1"))):
+            ledger.save(Attempt(f"run-{day}", at + timedelta(seconds=i), clone,
+                                "fail" if (day + i) % 2 else "pass", task_id=task,
+                                label_date="2026-11-01", machine="mac",
+                                repo_identity=f"github.com/{LONG}/{LONG}" if i == 0 else None))
+    ledger.close()
+    out = base / "review.html"
+    done = loop_verify(["review", "--config", str(config), "--since", "2026-11-18",
+                        "--until", "2026-11-30", "--out", str(out)])
     assert done.returncode == 0, done.stderr
     return out
 
@@ -275,5 +312,26 @@ def test_layout_holds(browser: Any, page_file: Path, tmp_path: Path, width: int)
         shot = tmp_path / f"review-{width}.png"
         page.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 10_000
+    finally:
+        page.context.close()
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_layout_holds_with_names_too_long_for_the_screen(browser: Any, extreme_page: Path,
+                                                         width: int) -> None:
+    # A 500-character repository name in the filter's list made the page wider than the
+    # screen ("repository" written down it one letter a line); in the timeline, its heading
+    # widened the table so far that the day squares were out of sight.
+    page, problems = open_page(browser, extreme_page, width=width)
+    try:
+        assert problems == []
+        facts = page.evaluate(LAYOUT)
+        assert facts["wide"] == [], facts["wide"][:10]
+        assert facts["scroll"] <= facts["vw"]
+        assert facts["overlaps"] == [], facts["overlaps"][:10]
+        square = page.locator("#timeline tr.runs td").first.bounding_box()
+        assert square is not None and square["x"] + square["width"] <= width, square
+        label = page.locator("#filters label", has_text="repository").first.bounding_box()
+        assert label is not None and label["height"] < 60, label
     finally:
         page.context.close()
