@@ -285,6 +285,23 @@ def test_filters_work_in_the_page(browser: Any, page_file: Path) -> None:
         page.context.close()
 
 
+def test_the_filters_shown_after_going_back_are_the_ones_applied(browser: Any,
+                                                                page_file: Path) -> None:
+    # Back from a commit's page, the browser put "fail" back in the verdict list but the page
+    # showed everything: passes under a bar that said only failures were shown.
+    page, _ = open_page(browser, page_file)
+    try:
+        page.select_option("#filter-verdict", "fail")
+        page.goto("about:blank")
+        page.go_back(wait_until="load")
+        assert page.locator("#filter-verdict").input_value() == "fail"
+        assert not page.locator("details.passes").first.is_visible()
+        assert not page.locator("article.failure.timeout").first.is_visible()
+        assert "hidden by the filters" in page.locator("#filter-said").inner_text()
+    finally:
+        page.context.close()
+
+
 def test_reads_fully_with_scripts_off(browser: Any, page_file: Path) -> None:
     page, problems = open_page(browser, page_file, scripts=False)
     try:

@@ -24,6 +24,9 @@
   }
   verdict.addEventListener("change", apply);
   repo.addEventListener("change", apply);
+  // Back on the page, the browser puts the lists' last choice back after the load, without a
+  // change event: what they show is what is applied.
+  window.addEventListener("pageshow", apply);
   bar.hidden = false;
   apply();
 }());
