@@ -302,6 +302,26 @@ def test_the_filters_shown_after_going_back_are_the_ones_applied(browser: Any,
         page.context.close()
 
 
+def test_a_section_the_filters_empty_says_so(browser: Any, page_file: Path) -> None:
+    # Filtered to passes, "What failed (4)" stood over nothing: the filters, or no failure?
+    page, _ = open_page(browser, page_file)
+    try:
+        page.select_option("#filter-verdict", "pass")
+        for section in ("#failures", "#unchecked", "#audits"):
+            note = page.locator(f"{section} .filtered-out")
+            assert note.is_visible(), section
+            assert "matches the filters" in note.inner_text(), section
+        assert not page.locator("#passes .filtered-out").is_visible()
+        # Keyboard alone: the verdict list takes the focus and its keys.
+        page.focus("#filter-verdict")
+        page.keyboard.press("Home")
+        assert page.locator("#filter-verdict").input_value() == ""
+        assert page.locator("article.failure").first.is_visible()
+        assert not page.locator("#failures .filtered-out").is_visible()
+    finally:
+        page.context.close()
+
+
 def test_reads_fully_with_scripts_off(browser: Any, page_file: Path) -> None:
     page, problems = open_page(browser, page_file, scripts=False)
     try:
