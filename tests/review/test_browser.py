@@ -86,6 +86,7 @@ def page_file(world: ReviewWorld, tmp_path_factory: pytest.TempPathFactory) -> P
 LONG = "X" * 500
 RTL_CLONE = ("/home/me/\u05de\u05d0\u05d2\u05e8/\u0639\u0631\u0628\u064a/"
              "app-\U0001f468\u200d\U0001f469")
+ARABIC_TASK = "\u0641\u062d\u0635"  # a task id in Arabic letters, no control character
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +102,7 @@ def extreme_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
                              ended_at=at + timedelta(seconds=30), exit_code=1,
                              counts={"fail": 1, "pass": 1}))
         for i, (clone, task) in enumerate(((f"/srv/{LONG}", f"TASK-{LONG}"),
-                                           (RTL_CLONE, "TASK-1"))):
+                                           (RTL_CLONE, "TASK-1"), ("/srv/ops", ARABIC_TASK))):
             ledger.save(Attempt(f"run-{day}", at + timedelta(seconds=i), clone,
                                 "fail" if (day + i) % 2 else "pass", task_id=task,
                                 label_date="2026-11-01", machine="mac",
@@ -370,5 +371,33 @@ def test_layout_holds_with_names_too_long_for_the_screen(browser: Any, extreme_p
         assert square is not None and square["x"] + square["width"] <= width, square
         label = page.locator("#filters label", has_text="repository").first.bounding_box()
         assert label is not None and label["height"] < 60, label
+    finally:
+        page.context.close()
+
+
+def test_right_to_left_text_does_not_move_the_counts_beside_it(browser: Any,
+                                                               extreme_page: Path) -> None:
+    # A task id in Arabic letters took the words after it into its right-to-left run: "ops
+    # TASK: 5 pass(es)" read "ops 5 :TASK pass(es)", the count on the far side of the name.
+    page, _ = open_page(browser, extreme_page)
+    try:
+        summary = page.locator("details.passes summary", has_text=ARABIC_TASK).first
+        where = summary.evaluate("""(el, word) => {
+          const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+          const rect = (node, from, to) => {
+            const r = document.createRange(); r.setStart(node, from); r.setEnd(node, to);
+            return r.getBoundingClientRect();
+          };
+          let task = null, count = null;
+          for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+            const t = n.textContent;
+            if (t.includes(word)) { const i = t.indexOf(word); task = rect(n, i, i + word.length); }
+            const m = t.match(/: (\\d+) pass/);
+            if (m) { const i = t.indexOf(m[1], m.index); count = rect(n, i, i + m[1].length); }
+          }
+          return {task: task && task.right, count: count && count.left};
+        }""", ARABIC_TASK)
+        assert where["task"] is not None and where["count"] is not None, where
+        assert where["count"] > where["task"], where
     finally:
         page.context.close()
