@@ -8,69 +8,17 @@ viewport). Screenshots are left in the test's temporary folder."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-import system
-from inprocess import loop_verify
-from review_helpers import HOSTILE_TITLE, NO_RUN_DAYS_AGO, SECOND, ReviewWorld, plain_ledger
+from review_browser import LAYOUT, browser, open_page
+from review_helpers import HOSTILE_TITLE, NO_RUN_DAYS_AGO, SECOND, ReviewWorld
 
-from jobs.ledger.model import Attempt, Run
-from jobs.ledger.runs import save_run
-
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+__all__ = ["browser"]  # the fixture, used by name
 
 pytestmark = pytest.mark.slow
-# The bounds are far above the second or two a page load takes: a loaded machine cannot trip them.
-WAIT_MS = 180_000
-
-# Layout facts, measured by the browser: every element whose box reaches past the viewport's
-# right edge without a scrolling ancestor to hold it, and every pair of sibling boxes (sections,
-# cards, paragraphs, tables, chips...) that overlap.
-LAYOUT = """() => {
-  const vw = document.documentElement.clientWidth;
-  const held = el => {
-    for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
-      if (getComputedStyle(p).overflowX !== 'visible') {
-        return p.getBoundingClientRect().right <= vw + 0.5;
-      }
-    }
-    return false;
-  };
-  const wide = [];
-  for (const el of document.body.querySelectorAll('*')) {
-    const r = el.getBoundingClientRect();
-    if ((r.width || r.height) && r.right > vw + 0.5 && !held(el)) {
-      wide.push(`${el.tagName}.${el.className} right=${r.right}`);
-    }
-  }
-  const boxes = 'header,nav,section,article,h1,h2,h3,p,table,pre,dl,details,summary,ul,li,' +
-                'div,span.chip,label,select';
-  const overlaps = [];
-  const parents = new Set([...document.querySelectorAll(boxes)].map(e => e.parentElement));
-  for (const parent of parents) {
-    const kids = [...parent.children].filter(e => e.matches(boxes) && e.getClientRects().length);
-    for (let i = 0; i < kids.length; i++) {
-      for (let j = i + 1; j < kids.length; j++) {
-        const a = kids[i].getBoundingClientRect(), b = kids[j].getBoundingClientRect();
-        const x = Math.min(a.right, b.right) - Math.max(a.left, b.left);
-        const y = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
-        if (x > 0.5 && y > 0.5) {
-          overlaps.push(`${kids[i].tagName}.${kids[i].className} / ` +
-                        `${kids[j].tagName}.${kids[j].className}`);
-        }
-      }
-    }
-  }
-  return {wide, overlaps, scroll: document.documentElement.scrollWidth, vw,
-          boxes: document.querySelectorAll(boxes).length};
-}"""
 
 
 @pytest.fixture(scope="module")
@@ -79,77 +27,6 @@ def page_file(world: ReviewWorld, tmp_path_factory: pytest.TempPathFactory) -> P
     done = world.review("--out", str(out))
     assert done.returncode == 0, done.stderr
     return out
-
-
-# A name too long for any screen, with no place to break it; a path in two right-to-left
-# scripts with an emoji and a zero-width joiner.
-LONG = "X" * 500
-RTL_CLONE = ("/home/me/\u05de\u05d0\u05d2\u05e8/\u0639\u0631\u0628\u064a/"
-             "app-\U0001f468\u200d\U0001f469")
-ARABIC_TASK = "\u0641\u062d\u0635"  # a task id in Arabic letters, no control character
-
-
-@pytest.fixture(scope="module")
-def extreme_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A page of rows written directly (the dates are the test's): a repository and a task
-    named by 500 characters without a space, a right-to-left path, a failure every morning."""
-    base = tmp_path_factory.mktemp("extreme")
-    config, ledger = plain_ledger(base, machine="mac")
-    start = datetime(2026, 11, 20, 7, tzinfo=UTC)
-    for day in range(10):
-        at = start + timedelta(days=day)
-        save_run(ledger, Run(f"run-{day}", "mac", "launchd", at,
-                             ended_at=at + timedelta(seconds=30), exit_code=1,
-                             counts={"fail": 1, "pass": 1}))
-        for i, (clone, task) in enumerate(((f"/srv/{LONG}", f"TASK-{LONG}"),
-                                           (RTL_CLONE, "TASK-1"), ("/srv/ops", ARABIC_TASK))):
-            ledger.save(Attempt(f"run-{day}", at + timedelta(seconds=i), clone,
-                                "fail" if (day + i) % 2 else "pass", task_id=task,
-                                label_date="2026-11-01", machine="mac",
-                                repo_identity=f"github.com/{LONG}/{LONG}" if i == 0 else None))
-    ledger.close()
-    out = base / "review.html"
-    done = loop_verify(["review", "--config", str(config), "--since", "2026-11-18",
-                        "--until", "2026-11-30", "--out", str(out)])
-    assert done.returncode == 0, done.stderr
-    return out
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """Debian's Chromium driven by Playwright. Without either, every test here skips saying how
-    to install it (before the review's world is built), and fails in CI (tests/system.py)."""
-    chromium = system.program("chromium", "chromium")
-    try:
-        from playwright import sync_api
-    except ImportError:
-        system.missing("Playwright", "make setup")
-    with sync_api.sync_playwright() as pw:
-        # The page does not depend on the time: a clock-moving library preloaded into the test
-        # (scripts/test-any-hour) stays out of Chromium's processes.
-        env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "FAKETIME")}
-        launched = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, env=env,
-                                      timeout=WAIT_MS)
-        try:
-            yield launched
-        finally:
-            launched.close()
-
-
-def open_page(browser: Any, page_file: Path, *, width: int = 1280,
-              scripts: bool = True) -> tuple[Any, list[str]]:
-    context = browser.new_context(viewport={"width": width, "height": 900},
-                                  java_script_enabled=scripts)
-    page = context.new_page()
-    page.set_default_timeout(WAIT_MS)
-    problems: list[str] = []
-    page.on("console", lambda msg: problems.append(f"{msg.type}: {msg.text}")
-            if msg.type in ("error", "warning") else None)
-    page.on("pageerror", lambda exc: problems.append(str(exc)))
-    page.on("request", lambda req: req.url != page_file.as_uri()
-            and problems.append(f"request {req.url}"))
-    page.goto(page_file.as_uri(), wait_until="load")
-    return page, problems
 
 
 def test_loads_alone_and_runs_only_its_own_script(browser: Any, page_file: Path) -> None:
@@ -350,54 +227,5 @@ def test_layout_holds(browser: Any, page_file: Path, tmp_path: Path, width: int)
         shot = tmp_path / f"review-{width}.png"
         page.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 10_000
-    finally:
-        page.context.close()
-
-
-@pytest.mark.parametrize("width", [1280, 390])
-def test_layout_holds_with_names_too_long_for_the_screen(browser: Any, extreme_page: Path,
-                                                         width: int) -> None:
-    # A 500-character repository name in the filter's list made the page wider than the
-    # screen ("repository" written down it one letter a line); in the timeline, its heading
-    # widened the table so far that the day squares were out of sight.
-    page, problems = open_page(browser, extreme_page, width=width)
-    try:
-        assert problems == []
-        facts = page.evaluate(LAYOUT)
-        assert facts["wide"] == [], facts["wide"][:10]
-        assert facts["scroll"] <= facts["vw"]
-        assert facts["overlaps"] == [], facts["overlaps"][:10]
-        square = page.locator("#timeline tr.runs td").first.bounding_box()
-        assert square is not None and square["x"] + square["width"] <= width, square
-        label = page.locator("#filters label", has_text="repository").first.bounding_box()
-        assert label is not None and label["height"] < 60, label
-    finally:
-        page.context.close()
-
-
-def test_right_to_left_text_does_not_move_the_counts_beside_it(browser: Any,
-                                                               extreme_page: Path) -> None:
-    # A task id in Arabic letters took the words after it into its right-to-left run: "ops
-    # TASK: 5 pass(es)" read "ops 5 :TASK pass(es)", the count on the far side of the name.
-    page, _ = open_page(browser, extreme_page)
-    try:
-        summary = page.locator("details.passes summary", has_text=ARABIC_TASK).first
-        where = summary.evaluate("""(el, word) => {
-          const walk = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
-          const rect = (node, from, to) => {
-            const r = document.createRange(); r.setStart(node, from); r.setEnd(node, to);
-            return r.getBoundingClientRect();
-          };
-          let task = null, count = null;
-          for (let n = walk.nextNode(); n; n = walk.nextNode()) {
-            const t = n.textContent;
-            if (t.includes(word)) { const i = t.indexOf(word); task = rect(n, i, i + word.length); }
-            const m = t.match(/: (\\d+) pass/);
-            if (m) { const i = t.indexOf(m[1], m.index); count = rect(n, i, i + m[1].length); }
-          }
-          return {task: task && task.right, count: count && count.left};
-        }""", ARABIC_TASK)
-        assert where["task"] is not None and where["count"] is not None, where
-        assert where["count"] > where["task"], where
     finally:
         page.context.close()
