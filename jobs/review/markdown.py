@@ -76,7 +76,13 @@ def render_markdown(review: Review, generated_at: datetime) -> str:
     if not review.failures:
         out.append("No failing attempt in this window.")
     for f in review.failures:
-        out += _failure(f, tz)
+        if f.output is not None:
+            out += _failure(f, tz)
+    # Beyond the detailed ones, as the page lists them: one line each.
+    listed = [f for f in review.failures if f.output is None]
+    if listed:
+        out += [f"{len(listed)} older failing attempt(s), one line each:", ""]
+        out += [_failure_line(f, tz) for f in listed]
     out += ["", f"## Not checked ({review.unchecked_total})", ""]
     if not review.unchecked:
         out.append("Everything due in this window was checked.")
@@ -223,6 +229,14 @@ def _failure(f: Failure, tz: tzinfo) -> list[str]:
     if not f.summary_recorded:
         out += ["", "Last lines of output:", "", fenced("\n".join(view.tail))]
     return [*out, ""]
+
+
+def _failure_line(f: Failure, tz: tzinfo) -> str:
+    a = f.attempt
+    said = f.summary.splitlines()[0] if f.summary else a.reason or ""
+    return (f"- {_when(a.started_at, tz)} {md(a.verdict)} {_repo_task(f.group, a.task_id, None)}"
+            f" — {md(f.standing.words(tz))} · {md(a.machine or '–')} · {md(said)} · "
+            f"{_sha(a.commit_sha, f.group.site)}")
 
 
 def _unchecked(e: Unchecked, tz: tzinfo) -> str:

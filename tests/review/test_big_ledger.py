@@ -10,10 +10,14 @@ import re
 import sqlite3
 import subprocess
 import sys
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 from project import ROOT
+from review_helpers import plain_ledger, review_text
+
+from jobs.ledger.model import Attempt
+from jobs.review.model import DETAILED_FAILURES
 
 
 def load_bench() -> object:
@@ -64,3 +68,23 @@ def test_big_ledger_folds_and_says_what_it_left_out(tmp_path: Path) -> None:
     assert f"Audit runs ({audits})" in page
     # Light: under 5 MB whatever the window holds.
     assert out.stat().st_size < 5_000_000
+
+
+def test_markdown_lists_failures_beyond_the_detailed_ones_one_line_each(tmp_path: Path) -> None:
+    # The Markdown report gave each of 2,100 failures its own section and summary, where the
+    # page lists all but the newest 100 one line each: an incident document thousands of
+    # sections long.
+    config, ledger = plain_ledger(tmp_path)
+    start = datetime(2026, 11, 1, 7, tzinfo=UTC)
+    for n in range(DETAILED_FAILURES + 2):
+        ledger.save(Attempt(f"run-{n}", start + timedelta(minutes=n), "/srv/app", "fail",
+                            task_id=f"TASK-{n}", label_date="2026-10-01", machine="here",
+                            commit_sha="a" * 40, summary=f"verify-failed summary-{n}\nmore"))
+    ledger.close()
+    text = review_text(config, "--since", "2026-11-01", "--until", "2026-11-02")
+    assert text.count("\n### fail: ") == DETAILED_FAILURES
+    assert f"summary-{DETAILED_FAILURES + 1}\n" in text and "summary-1\n" not in text
+    [older] = [line for line in text.splitlines() if line.startswith("- ") and "TASK-1 " in line]
+    assert older.startswith("- 2026-11-01 07:01 fail") and "verify-failed summary-1" in older
+    assert "new" in older and "`aaaaaaaaaaaa`" in older
+    assert "2 older failing attempt(s), one line each:" in text

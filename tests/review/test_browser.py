@@ -8,65 +8,17 @@ viewport). Screenshots are left in the test's temporary folder."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-import system
+from review_browser import LAYOUT, browser, open_page
 from review_helpers import HOSTILE_TITLE, NO_RUN_DAYS_AGO, SECOND, ReviewWorld
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run"]
+__all__ = ["browser"]  # the fixture, used by name
 
 pytestmark = pytest.mark.slow
-# The bounds are far above the second or two a page load takes: a loaded machine cannot trip them.
-WAIT_MS = 180_000
-
-# Layout facts, measured by the browser: every element whose box reaches past the viewport's
-# right edge without a scrolling ancestor to hold it, and every pair of sibling boxes (sections,
-# cards, paragraphs, tables, chips...) that overlap.
-LAYOUT = """() => {
-  const vw = document.documentElement.clientWidth;
-  const held = el => {
-    for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
-      if (getComputedStyle(p).overflowX !== 'visible') {
-        return p.getBoundingClientRect().right <= vw + 0.5;
-      }
-    }
-    return false;
-  };
-  const wide = [];
-  for (const el of document.body.querySelectorAll('*')) {
-    const r = el.getBoundingClientRect();
-    if ((r.width || r.height) && r.right > vw + 0.5 && !held(el)) {
-      wide.push(`${el.tagName}.${el.className} right=${r.right}`);
-    }
-  }
-  const boxes = 'header,nav,section,article,h1,h2,h3,p,table,pre,dl,details,summary,ul,li,' +
-                'div,span.chip,label,select';
-  const overlaps = [];
-  const parents = new Set([...document.querySelectorAll(boxes)].map(e => e.parentElement));
-  for (const parent of parents) {
-    const kids = [...parent.children].filter(e => e.matches(boxes) && e.getClientRects().length);
-    for (let i = 0; i < kids.length; i++) {
-      for (let j = i + 1; j < kids.length; j++) {
-        const a = kids[i].getBoundingClientRect(), b = kids[j].getBoundingClientRect();
-        const x = Math.min(a.right, b.right) - Math.max(a.left, b.left);
-        const y = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
-        if (x > 0.5 && y > 0.5) {
-          overlaps.push(`${kids[i].tagName}.${kids[i].className} / ` +
-                        `${kids[j].tagName}.${kids[j].className}`);
-        }
-      }
-    }
-  }
-  return {wide, overlaps, scroll: document.documentElement.scrollWidth, vw,
-          boxes: document.querySelectorAll(boxes).length};
-}"""
 
 
 @pytest.fixture(scope="module")
@@ -75,43 +27,6 @@ def page_file(world: ReviewWorld, tmp_path_factory: pytest.TempPathFactory) -> P
     done = world.review("--out", str(out))
     assert done.returncode == 0, done.stderr
     return out
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    """Debian's Chromium driven by Playwright. Without either, every test here skips saying how
-    to install it (before the review's world is built), and fails in CI (tests/system.py)."""
-    chromium = system.program("chromium", "chromium")
-    try:
-        from playwright import sync_api
-    except ImportError:
-        system.missing("Playwright", "make setup")
-    with sync_api.sync_playwright() as pw:
-        # The page does not depend on the time: a clock-moving library preloaded into the test
-        # (scripts/test-any-hour) stays out of Chromium's processes.
-        env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "FAKETIME")}
-        launched = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, env=env,
-                                      timeout=WAIT_MS)
-        try:
-            yield launched
-        finally:
-            launched.close()
-
-
-def open_page(browser: Any, page_file: Path, *, width: int = 1280,
-              scripts: bool = True) -> tuple[Any, list[str]]:
-    context = browser.new_context(viewport={"width": width, "height": 900},
-                                  java_script_enabled=scripts)
-    page = context.new_page()
-    page.set_default_timeout(WAIT_MS)
-    problems: list[str] = []
-    page.on("console", lambda msg: problems.append(f"{msg.type}: {msg.text}")
-            if msg.type in ("error", "warning") else None)
-    page.on("pageerror", lambda exc: problems.append(str(exc)))
-    page.on("request", lambda req: req.url != page_file.as_uri()
-            and problems.append(f"request {req.url}"))
-    page.goto(page_file.as_uri(), wait_until="load")
-    return page, problems
 
 
 def test_loads_alone_and_runs_only_its_own_script(browser: Any, page_file: Path) -> None:
@@ -244,6 +159,43 @@ def test_filters_work_in_the_page(browser: Any, page_file: Path) -> None:
         assert passes.is_visible() and timeout.is_visible()
         assert page.locator("#filter-said").inner_text() == ""
         assert problems == []
+    finally:
+        page.context.close()
+
+
+def test_the_filters_shown_after_going_back_are_the_ones_applied(browser: Any,
+                                                                page_file: Path) -> None:
+    # Back from a commit's page, the browser put "fail" back in the verdict list but the page
+    # showed everything: passes under a bar that said only failures were shown.
+    page, _ = open_page(browser, page_file)
+    try:
+        page.select_option("#filter-verdict", "fail")
+        page.goto("about:blank")
+        page.go_back(wait_until="load")
+        assert page.locator("#filter-verdict").input_value() == "fail"
+        assert not page.locator("details.passes").first.is_visible()
+        assert not page.locator("article.failure.timeout").first.is_visible()
+        assert "hidden by the filters" in page.locator("#filter-said").inner_text()
+    finally:
+        page.context.close()
+
+
+def test_a_section_the_filters_empty_says_so(browser: Any, page_file: Path) -> None:
+    # Filtered to passes, "What failed (4)" stood over nothing: the filters, or no failure?
+    page, _ = open_page(browser, page_file)
+    try:
+        page.select_option("#filter-verdict", "pass")
+        for section in ("#failures", "#unchecked", "#audits"):
+            note = page.locator(f"{section} .filtered-out")
+            assert note.is_visible(), section
+            assert "matches the filters" in note.inner_text(), section
+        assert not page.locator("#passes .filtered-out").is_visible()
+        # Keyboard alone: the verdict list takes the focus and its keys.
+        page.focus("#filter-verdict")
+        page.keyboard.press("Home")
+        assert page.locator("#filter-verdict").input_value() == ""
+        assert page.locator("article.failure").first.is_visible()
+        assert not page.locator("#failures .filtered-out").is_visible()
     finally:
         page.context.close()
 

@@ -17,7 +17,8 @@ from project import ROOT
 from review_helpers import HOSTILE_OUTPUT, ReviewWorld, plain_ledger, review_text
 from verify_helpers import git, make_verify_repo
 
-from jobs.ledger.model import Run
+from jobs.ledger.audits import AuditRun, ensure_audit_tables, insert_audit_run
+from jobs.ledger.model import Attempt, Run
 from jobs.ledger.runs import save_run
 
 
@@ -300,3 +301,23 @@ def test_a_run_that_died_before_any_verdict_is_not_nothing_due(tmp_path: Path) -
     assert done.returncode == 0, done.stderr
     [row] = [r for r in page.read_text(encoding="utf-8").split("<tr") if ">not finished<" in r]
     assert "nothing recorded" in row and "nothing due" not in row
+
+
+def test_the_page_can_filter_to_a_failing_audit_when_no_attempt_failed(tmp_path: Path) -> None:
+    # Every verify attempt passed and an audit failed: the verdict list offered "pass" alone,
+    # so the failing audit could not be the one thing shown.
+    config, ledger = plain_ledger(tmp_path)
+    start = datetime(2026, 11, 29, 7, tzinfo=UTC)
+    ledger.save(Attempt("r", start, "/srv/app", "pass", task_id="TASK-1", machine="here"))
+    ensure_audit_tables(ledger.engine)
+    insert_audit_run(ledger.engine, AuditRun(start, "closeout", "fail", 1, {"/srv/app": {}},
+                                             machine="here"))
+    ledger.close()
+    page = tmp_path / "review.html"
+    done = loop_verify(["review", "--config", str(config), "--since", "2026-11-29",
+                        "--until", "2026-11-29", "--out", str(page)])
+    assert done.returncode == 0, done.stderr
+    html = page.read_text(encoding="utf-8")
+    verdicts = html[html.index('id="filter-verdict"'):html.index('id="filter-repo"')]
+    assert re.findall(r'<option value="(\w*)">', verdicts) == ["", "fail", "pass"]
+    assert 'class="audit fail" data-repo="g0" data-verdicts="fail"' in html

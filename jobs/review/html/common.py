@@ -51,11 +51,13 @@ def group_attr(group: Group) -> str:
 
 
 def repo_task(group: Group, task: str | None, title: str | None) -> str:
-    """"app TASK-2 — its title", the repository's identity on hover."""
+    """"app TASK-2 — its title", the repository's identity on hover. Each is isolated
+    (`<bdi>`): a name or title in a right-to-left script would otherwise take the counts and
+    words after it into its run and show them on its other side."""
     label = task or "(repository)"
     if title:
         label += f" — {title}"
-    return f'<span title="{esc(group.identity)}">{esc(group.name)}</span> {esc(label)}'
+    return f'<bdi title="{esc(group.identity)}">{esc(group.name)}</bdi> <bdi>{esc(label)}</bdi>'
 
 
 def name(repo: str) -> str:

@@ -9,6 +9,21 @@
   var repo = document.getElementById("filter-repo");
   var said = document.getElementById("filter-said");
   var items = document.querySelectorAll("[data-repo],[data-verdicts]");
+  // A section whose every entry the filters hide says so: its heading's count alone would
+  // read as entries missing.
+  var sections = [];
+  var all = document.querySelectorAll("section");
+  for (var s = 0; s < all.length; s++) {
+    var entries = all[s].querySelectorAll("[data-repo],[data-verdicts]");
+    if (!entries.length) { continue; }
+    var note = document.createElement("p");
+    note.className = "note filtered-out";
+    note.textContent = "Nothing here matches the filters.";
+    note.hidden = true;
+    var head = all[s].querySelector("h2");
+    head.parentNode.insertBefore(note, head.nextSibling);
+    sections.push({entries: entries, note: note});
+  }
   function has(list, word) { return (" " + list + " ").indexOf(" " + word + " ") >= 0; }
   function apply() {
     var v = verdict.value, r = repo.value, hidden = 0;
@@ -20,10 +35,20 @@
       el.hidden = !(repoOk && verdictOk);
       if (el.hidden) { hidden++; }
     }
+    for (var j = 0; j < sections.length; j++) {
+      var left = false;
+      for (var k = 0; k < sections[j].entries.length && !left; k++) {
+        left = !sections[j].entries[k].hidden;
+      }
+      sections[j].note.hidden = left;
+    }
     said.textContent = hidden ? hidden + " entries hidden by the filters" : "";
   }
   verdict.addEventListener("change", apply);
   repo.addEventListener("change", apply);
+  // Back on the page, the browser puts the lists' last choice back after the load, without a
+  // change event: what they show is what is applied.
+  window.addEventListener("pageshow", apply);
   bar.hidden = false;
   apply();
 }());

@@ -67,8 +67,10 @@ def _zone_name(review: Review) -> str:
 
 
 def _filter_bar(review: Review) -> str:
-    verdicts = [v for v in SEVERITY if review.timeline.totals.get(v)]
-    verdicts += [v for v in ("could_not_check",) if any(a.run.verdict == v for a in review.audits)]
+    # An audit run's verdict is offered too: a failing audit may be the one thing to look at.
+    audited = {a.run.verdict for a in review.audits}
+    verdicts = [v for v in SEVERITY if review.timeline.totals.get(v) or v in audited]
+    verdicts += [v for v in ("could_not_check",) if v in audited]
     options = "".join(f'<option value="{v}">{v}</option>' for v in verdicts)
     repos = "".join(f'<option value="{esc(g.key)}">{esc(g.name)}</option>'
                     for g in review.groups)
