@@ -28,8 +28,14 @@ def flush_spool(ledger: Ledger) -> int:
     # One flush at a time per spool: two runs of this machine starting together would otherwise
     # replay one entry twice (an older state of an attempt written over a newer one) and find
     # the entries the other removed gone.
-    with exclusive_lock(ledger.spool.directory / FLUSH_LOCK, wait=True):
-        written = _flush(ledger)
+    try:
+        with exclusive_lock(ledger.spool.directory / FLUSH_LOCK, wait=True):
+            written = _flush(ledger)
+    except OSError as exc:
+        # A spool folder this run cannot change (read-only, say): its entries wait for a run
+        # that can, `doctor` counts them, and this run verifies all the same.
+        log.error("ledger.spool_flush_failed", ledger=ledger.shown_url, error=first_line(exc))
+        return 0
     if written:
         log.info("ledger.spool_flushed", ledger=ledger.shown_url, entries=written)
     return written

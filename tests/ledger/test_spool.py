@@ -82,3 +82,20 @@ def test_an_entry_that_parses_but_does_not_decode_is_set_aside_and_the_rest_writ
     assert read_runs(ledger_at(tmp_path)) == [early, later]
     assert list(spool.glob("*.json")) == []
     assert [p.name for p in spool.glob("*.unreadable")] == [damaged.with_suffix(".unreadable").name]
+
+
+def test_a_spool_this_run_cannot_change_is_left_for_a_later_run_not_a_crash(
+        tmp_path: Path) -> None:
+    # The spool folder read-only (or its flush lock not makeable): flushing raised, and every
+    # morning's run stopped with "unexpected error" before its first task.
+    gone = ledger_at(tmp_path)
+    gone.unreachable = True
+    early = Run("r0", "alpha", "manual", DAY, exit_code=3, ended_at=DAY + timedelta(seconds=5))
+    assert not save_run(gone, early)
+    spool = tmp_path / SPOOL_DIR
+    (spool / replay.FLUSH_LOCK).mkdir()
+    assert flush_spool(ledger_at(tmp_path)) == 0
+    assert len(list(spool.glob("*.json"))) == 1
+    (spool / replay.FLUSH_LOCK).rmdir()
+    assert flush_spool(ledger_at(tmp_path)) == 1
+    assert read_runs(ledger_at(tmp_path)) == [early]
