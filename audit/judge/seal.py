@@ -108,8 +108,9 @@ def judge_seals(seals: Seals) -> SealJudgement:
     unrecorded, missing = cross_check(seals)
     for number in unrecorded:
         findings.append(_finding(where, "push-log-line", UNGRANTED,
-                                 f"{seals.log_name} line {number} was never recorded in the "
-                                 "ledger: no evidence (its change is judged as if unlogged)"))
+                                 f"push-log line {number} was never recorded in the ledger "
+                                 f"({seals.log_name}): no evidence (its change is judged as if "
+                                 "unlogged)"))
     for row in missing:
         findings.append(_finding(where, "push-log-row", TAMPERED,
                                  f"push recorded in the ledger at {row.recorded_at} (row "

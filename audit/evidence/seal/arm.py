@@ -93,8 +93,8 @@ def refuse_rearm(run_dir: Path, found: tuple[Arm, ...]) -> None:
     before = run_dir / BEFORE
     if before.exists():
         when = datetime.fromtimestamp(before.stat().st_mtime, UTC)
-        raise UsageError(f"{run_dir}: already armed at {iso(when)} ({BEFORE} is there); use a "
-                         "new run directory")
+        raise UsageError(f"{run_dir}: already armed at {iso(when)}; use a new run directory "
+                         f"({BEFORE} is there)")
 
 
 def seal(ledger: AuditLedger, run_dir: Path, *, kind: str, extends: int | None,

@@ -110,6 +110,21 @@ def test_a_second_begin_before_closeout_cannot_rearm_a_force_push(tmp_path: Path
     assert "NON_FAST_FORWARD" in kinds(report)["branch-moved"]
 
 
+def test_a_before_snapshot_the_ledger_never_sealed_is_refused_in_the_spec_words(
+        tmp_path: Path) -> None:
+    """SPEC: `begin` refuses with "already armed at <time>; use a new run directory" when the
+    run directory holds a before-snapshot, even one the ledger never saw."""
+    import re
+
+    clone, _ = make_repo_with_remote(tmp_path)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / BEFORE).write_text("{}\n")
+    again = run_cli("begin", str(clone), "--run-dir", str(run_dir))
+    assert again.returncode == 2
+    assert re.search(r"already armed at \S+; use a new run directory", again.stderr), again.stderr
+
+
 def test_a_begin_after_deleting_the_run_files_is_still_refused(tmp_path: Path) -> None:
     """Attack: delete the run directory's files and arm it afresh; the ledger remembers."""
     clone, _ = make_repo_with_remote(tmp_path)
@@ -371,7 +386,7 @@ def test_a_push_log_line_written_by_hand_covers_nothing(tmp_path: Path) -> None:
                                                separators=(",", ":")) + "\n")
     code, report = closeout(run_dir)
     assert code == 1
-    assert "push-log.jsonl line 1 was never recorded in the ledger" in reasons(
+    assert "push-log line 1 was never recorded in the ledger" in reasons(
         report, "push-log-line")
     assert kinds(report)["commit"] == ["UNGRANTED"]
 
