@@ -137,6 +137,15 @@ class _LogFile(logging.handlers.WatchedFileHandler):
     def emit(self, record: logging.LogRecord) -> None:
         # WatchedFileHandler reopens a file deleted under it outside its own error handling: a
         # recipe that removes the log's folder would make the next event raise in the run.
+        if self.stream is None:
+            # Opened on its first record (see json_file_handler).
+            try:
+                os.makedirs(os.path.dirname(self.baseFilename), exist_ok=True)
+                self.stream = self._open()
+                self._statstream()
+            except OSError:
+                self.handleError(record)
+                return
         try:
             self.reopenIfNeeded()
         except OSError:
@@ -211,8 +220,9 @@ def configure_logging(log_file: Path | None, *, console: bool | None = None,
 def json_file_handler(log_file: Path) -> logging.Handler:
     """A handler writing records as this module's JSON lines, for a library's loggers routed on
     their own (loop-pi-audit's PyGithub and urllib3) without reconfiguring the whole process."""
-    log_file.parent.mkdir(parents=True, exist_ok=True)
-    handler = _LogFile(log_file, encoding="utf-8")
+    # Created on its first record only: a command that refuses (`begin`: "nothing written")
+    # must leave no run directory and no empty log behind.
+    handler = _LogFile(log_file, encoding="utf-8", delay=True)
     handler.setFormatter(structlog.stdlib.ProcessorFormatter(
         foreign_pre_chain=_SHARED,
         processors=[_own_event, structlog.stdlib.ProcessorFormatter.remove_processors_meta,

@@ -204,6 +204,20 @@ def test_begin_refuses_and_writes_nothing_when_a_part_is_unavailable(
     assert (run_dir / BEFORE).read_text() == "previous\n"
 
 
+def test_a_refused_begin_leaves_no_file_behind_even_after_reading_github(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """SPEC: `begin` refuses with "nothing written": the releases of a GitHub remote that cannot
+    be read (no token) leave no run directory, and no log file in one, behind."""
+    clone, bare = make_repo_with_remote(tmp_path)
+    url = "https://github.com/acme/widgets.git"
+    git(clone, "remote", "set-url", "origin", url)
+    git(clone, "config", f"url.{bare}.insteadOf", url)
+    run_dir = tmp_path / "run"
+    assert audit_main(["begin", str(clone), "--run-dir", str(run_dir)]) == 1
+    assert "begin refused" in capsys.readouterr().err
+    assert not run_dir.exists() or not any(run_dir.iterdir())
+
+
 def test_add_keeps_the_first_snapshot_of_a_repository(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     clone, _ = make_repo_with_remote(tmp_path)
