@@ -70,6 +70,27 @@ def test_http_proxy_in_the_global_gitconfig_is_unverified(
         changed(report)
 
 
+def test_every_transport_key_of_the_spec_is_fingerprinted_and_no_other(
+        tmp_path: Path, global_config: Path) -> None:
+    """SPEC: `url.*`, `remote.*`, `http.*`, `https.*`, `core.sshCommand`, `core.gitProxy`,
+    `ssh.*`, `protocol.*`, `credential.*` of git's global configuration."""
+    clone, _ = make_repo_with_remote(tmp_path)
+    git_bin = shutil.which("git")
+    assert git_bin
+    plain = fingerprint([str(clone)], git=git_bin, salt="s")["settings"]
+    global_config.write_text(
+        "[url \"/x\"]\n\tinsteadOf = /y\n[remote \"o\"]\n\turl = /z\n"
+        "[http]\n\tsslVerify = false\n[https]\n\tproxy = p\n"
+        "[core]\n\tsshCommand = s\n\tgitProxy = g\n\teditor = vi\n"
+        "[ssh]\n\tvariant = simple\n[protocol]\n\tallow = always\n"
+        "[credential]\n\thelper = h\n[user]\n\tname = n\n")
+    now = fingerprint([str(clone)], git=git_bin, salt="s")["settings"]
+    added = {name.rsplit(": ", 1)[-1] for name in set(now) - set(plain)}
+    assert added == {"url./x.insteadof", "remote.o.url", "http.sslverify", "https.proxy",
+                     "core.sshcommand", "core.gitproxy", "ssh.variant", "protocol.allow",
+                     "credential.helper"}
+
+
 def test_http_proxy_through_an_include_of_the_global_gitconfig_is_unverified(
         tmp_path: Path, global_config: Path) -> None:
     included = tmp_path / "included.gitconfig"
