@@ -10,7 +10,7 @@ Writes, under DIR:
                                create/edit`; TASK-7 moved to completed/ by `backlog task complete`
   cases/custom-statuses/backlog/   statuses ["Backlog", "Doing", "Verified"] (set in config.yml)
   cases/custom-prefix/backlog/     `backlog init --task-prefix ops` (OPS-1, OPS-1.1) and a
-                               task-9 file the CLI's `ops-*.md` glob ignores
+                               task-9 file the CLI's `ops-*.md` glob ignores (a task to us)
   cases/edge/backlog/          CLI tasks plus hand-written files the CLI reads but never writes:
                                CRLF + flow labels, BOM, no final newline, legacy notes without
                                markers, unknown keys / lowercase id / `@` assignee / folded title,
@@ -18,7 +18,8 @@ Writes, under DIR:
   cases/broken/backlog/        one good CLI task and the files a reader must report, not crash on:
                                no frontmatter, invalid YAML, scalar labels, no id, duplicate ids
                                (also TASK-10 vs completed TASK-010), an uppercase file name the
-                               CLI's glob ignores, bytes that are not UTF-8, an empty file
+                               CLI's glob ignores (a task to us), bytes that are not UTF-8, an
+                               empty file
 
 Each repository is built in a temporary git work tree (`git init`, `backlog init --defaults
 --integration-mode none`) and its `backlog/` folder is copied here. So that the committed files
@@ -150,7 +151,7 @@ def custom_prefix(repo: Repo) -> None:
     repo.backlog("task", "edit", one, "-s", "Done", "--notes", "verify-cmd: just verify-disk")
     two = repo.create("Subtask of one", "-p", one, "-l", "verify:2026-11-01")
     repo.backlog("task", "edit", two, "-s", "Done", "--notes", "- verify-cmd: just verify-sub")
-    # the CLI's glob is "ops-*.md": a task- file is not a task of this backlog
+    # the CLI's glob is "ops-*.md": it never shows this task-9 file, but the SPEC's `*.md` does
     repo.write("tasks/task-9 - Other-prefix.md",
                b"---\nid: TASK-9\ntitle: Other prefix\nstatus: Done\nlabels:\n"
                b"  - 'verify:2026-11-01'\n---\n")

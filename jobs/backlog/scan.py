@@ -1,13 +1,13 @@
 """The whole backlog of a repository, read directly (never through the CLI), fast.
 
-`scan` reads every task in `backlog/tasks` and `backlog/completed` (not drafts, not archive; the
-CLI's case-sensitive glob `<prefix>-*.md`). Files are read with one open/read/close each
-(`dir_fd`, O_NOFOLLOW, O_NONBLOCK); the decoded files are joined with NULs and one `findall` of
-`frontmatter_fast.bulk()` validates every frontmatter the CLI wrote (id/title/status first), sending
-every other file through `task.parse_task` (a big backlog is first matched with
-`frontmatter_fast.canonical()`, the CLI's own key order). Tests check `scan` against per-file
-`parse_task`. `scan(root, verify_only=True)` (what `list` reads) builds a `Task` only for tasks
-with a verify label, yet checks and reports every file as a full scan does.
+`scan` reads every task in `backlog/tasks` and `backlog/completed` (not drafts, not archive):
+every `*.md` there, as the SPEC defines a task file, whatever the task prefix. Files are read with
+one open/read/close each (`dir_fd`, O_NOFOLLOW, O_NONBLOCK); the decoded files are joined with
+NULs and one `findall` of `frontmatter_fast.bulk()` validates every frontmatter the CLI wrote
+(id/title/status first), sending every other file through `task.parse_task` (a big backlog is
+first matched with `frontmatter_fast.canonical()`, the CLI's own key order). Tests check `scan`
+against per-file `parse_task`. `scan(root, verify_only=True)` (what `list` reads) builds a `Task`
+only for tasks with a verify label, yet checks and reports every file as a full scan does.
 
 A file that cannot be read as a task becomes a `TaskFileError` (path, line, reason) and every
 other task is still read; so does a file whose reading fails unexpectedly (the reason names the
@@ -256,12 +256,10 @@ def has_verify_label(task: Task) -> bool:
     return any(label.lower().startswith("verify:") for label in task.labels)
 
 
-def _task_names(dir_fd: int, prefix: str) -> list[str]:
-    """Names matching the CLI's case-sensitive glob `<prefix>-*.md` (in directory order: the
-    scan sorts its results by id)."""
-    start = f"{prefix}-"
-    return [n for n in os.listdir(dir_fd) if n.startswith(start) and n.endswith(".md")
-            and len(n) >= len(start) + 3]
+def _task_names(dir_fd: int) -> list[str]:
+    """Names matching the SPEC's `*.md`, whatever the task prefix (in directory order: the scan
+    sorts its results by id). A hidden name matches no `*.md`: our own temporary files are."""
+    return [n for n in os.listdir(dir_fd) if n.endswith(".md") and not n.startswith(".")]
 
 
 def scan(root: Path, *, verify_only: bool = False) -> Scan:
@@ -273,7 +271,6 @@ def scan(root: Path, *, verify_only: bool = False) -> Scan:
     """
     root = Path(root).absolute()
     config = read_config(root)
-    prefix = config.task_prefix.lower()
     entries: list[Task | _Unlisted] = []
     errors: list[TaskFileError] = []
     for folder in TASK_FOLDERS:
@@ -290,7 +287,7 @@ def scan(root: Path, *, verify_only: bool = False) -> Scan:
         names: list[str] = []
         datas: list[bytes] = []
         try:
-            for name in _task_names(dir_fd, prefix):
+            for name in _task_names(dir_fd):
                 # The common case inline: a small regular file read in one go. Anything else
                 # (a link, a directory, an empty or big file, an error) gets `read_file`.
                 try:

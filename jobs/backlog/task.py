@@ -1,7 +1,7 @@
 """One Backlog.md task: the model, the repository's backlog config, and reading one task file.
 
-Task files are `backlog/tasks/<prefix>-*.md` and `backlog/completed/<prefix>-*.md`; statuses,
-the default status and the task prefix come from `backlog/config.yml`, as the CLI (1.52) reads
+Task files are `backlog/tasks/*.md` and `backlog/completed/*.md` (SPEC); statuses, the
+default status and the task prefix come from `backlog/config.yml`, as the CLI (1.52) reads
 them. A file that cannot be read as a task raises `TaskParseError` (path, line, reason).
 """
 

@@ -59,7 +59,8 @@ def test_case_fixtures() -> None:
     assert prefix.errors == ()
     assert [(t.id, t.verify_cmd_lines) for t in prefix.tasks] == [
         ("OPS-1", ("verify-cmd: just verify-disk",)),
-        ("OPS-1.1", ("verify-cmd: just verify-sub",))]  # written as a "- " list item
+        ("OPS-1.1", ("verify-cmd: just verify-sub",)),  # written as a "- " list item
+        ("TASK-9", ())]  # outside the CLI's `ops-*.md`, yet a task file: the SPEC's `*.md`
     edge = scan(FIXTURES / "cases/edge")
     assert edge.errors == ()
     assert [(t.id, t.folder, t.status, t.labels) for t in edge.tasks] == [
@@ -78,7 +79,7 @@ def test_case_fixtures() -> None:
 
 def test_broken_fixture_reports_every_bad_file() -> None:
     result = scan(FIXTURES / "cases/broken")
-    assert [t.id for t in result.tasks] == ["TASK-1"]
+    assert [t.id for t in result.tasks] == ["TASK-1", "TASK-7"]  # `*.md`: any file name
     got = {(e.path.name, e.line, e.message.split(" (")[0].split(":")[0]) for e in result.errors}
     assert got == {
         ("task-010 - Padded-ten.md", 2, "ambiguous id TASK-010"),
@@ -91,7 +92,7 @@ def test_broken_fixture_reports_every_bad_file() -> None:
         ("task-6 - Dup-B.md", 2, "ambiguous id TASK-6"),
         ("task-8 - Not-utf8.md", 5, "not valid UTF-8"),
         ("task-9 - Empty.md", None, "empty file"),
-    }  # and TASK-7 - Upper.md is not a task file at all, for the CLI and for us
+    }
 
 
 def _fail_edit(data: bytes, label: str) -> bytes:

@@ -148,7 +148,7 @@ def test_scan_reports_each_bad_file_and_reads_the_rest(tmp_path: Path) -> None:
         "tasks/task-7 - Scalar.md": "---\nid: TASK-7\nlabels: verify:2026-11-06\n---\n",
         "tasks/task-8 - Noid.md": "---\ntitle: x\n---\n",
         "tasks/task-12 - Huge.md": "---\nid: TASK-12\n---\n" + "x" * (50 * 1024 * 1024),
-        "tasks/TASK-13 - Upper.md": CLI_TASK.replace("TASK-1", "TASK-13"),  # invisible to CLI
+        "tasks/TASK-13 - Upper.md": CLI_TASK.replace("TASK-1", "TASK-13"),
         "tasks/readme.md": "not a task",
         "drafts/task-14 - Draft.md": CLI_TASK.replace("TASK-1", "TASK-14"),
         "archive/tasks/task-15 - A.md": CLI_TASK.replace("TASK-1", "TASK-15"),
@@ -159,8 +159,9 @@ def test_scan_reports_each_bad_file_and_reads_the_rest(tmp_path: Path) -> None:
     os.symlink(outside, root / "backlog/tasks/task-10 - Link.md")
     os.symlink(root / "backlog/tasks/task-1 - Good.md", root / "backlog/tasks/task-11 - In.md")
     result = scan(root)
-    assert [(t.id, t.folder) for t in result.tasks] == [("TASK-16", "completed")]
+    assert [(t.id, t.folder[0]) for t in result.tasks] == [("TASK-13", "t"), ("TASK-16", "c")]
     reasons = {e.path.name: e.message for e in result.errors}
+    assert reasons["readme.md"].startswith("no frontmatter")
     assert reasons["task-3 - Nofm.md"].startswith("no frontmatter")
     assert reasons["task-4 - Yaml.md"].startswith("invalid YAML")
     assert reasons["task-5 - Bin.md"] == "not valid UTF-8"
@@ -176,18 +177,18 @@ def test_scan_reports_each_bad_file_and_reads_the_rest(tmp_path: Path) -> None:
     # TASK-2 and task-02 (completed/) are the same id for the CLI
     assert "backlog/completed/task-02 - Dup.md" in reasons["task-2 - Good.md"]
     assert reasons["task-02 - Dup.md"].startswith("ambiguous id task-02")
-    assert len(result.errors) == 13
+    assert len(result.errors) == 14
     assert all(str(e).startswith(str(e.path)) for e in result.errors)
     assert str(result.errors[0]).count(":") >= 2 or result.errors[0].line is None
 
 
-def test_custom_prefix_glob(tmp_path: Path) -> None:
-    make_backlog(tmp_path, {
-        "tasks/ops-1 - A.md": CLI_TASK.replace("TASK-1", "OPS-1"),
-        "tasks/task-2 - B.md": CLI_TASK.replace("TASK-1", "TASK-2"),
-    }, config='statuses: ["To Do", "Done"]\ntask_prefix: "ops"\n')
-    result = scan(tmp_path)
-    assert [t.id for t in result.tasks] == ["OPS-1"]
+def test_every_md_file_in_tasks_and_completed_is_a_task_file(tmp_path: Path) -> None:
+    names = {"tasks/ops-1 - A.md": "OPS-1", "tasks/task-2 - B.md": "TASK-2", "tasks/TASK-3.md":
+             "TASK-3", "completed/fix.md": "TASK-4", "tasks/.t-5.md": "T-5", "tasks/t.txt": "T-6"}
+    make_backlog(tmp_path, {n: CLI_TASK.replace("TASK-1", i) for n, i in names.items()},
+                 config='task_prefix: "ops"\n')  # SPEC: `*.md`, whatever the task prefix
+    for result in (scan(tmp_path), scan(tmp_path, verify_only=True)):
+        assert [t.id for t in result.tasks] == ["OPS-1", "TASK-2", "TASK-3", "TASK-4"]
 
 
 def test_read_task_size_limit(tmp_path: Path) -> None:
