@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -227,6 +228,34 @@ def _verb(args: argparse.Namespace) -> Callable[[], int]:
 _nothing_to_close = False
 
 
+class _StopHeld:
+    """What SIGINT, SIGTERM and SIGHUP do to `run` outside its own handlers: while the program
+    starts (imports take a noticeable moment) and after the run, while the process exits.
+
+    Left to their defaults they would kill the process (or raise KeyboardInterrupt, exit 130)
+    with no task recorded, or turn a finished run's exit code into death by a signal. Held
+    here, a stop that came early makes `run` interrupt every due task (exit 3), and one that
+    comes after it changes nothing it has recorded or the exit code.
+    """
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.seen = True
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _hold_stop_signals() -> None:
+    held = _StopHeld()
+    for number in _STOP_SIGNALS:
+        # A signal the caller ignores (`nohup`, a background job) stays ignored.
+        if signal.getsignal(number) is not signal.SIG_IGN:
+            signal.signal(number, held)
+
+
 def entry() -> None:
     """The `loop-verify` console script: `main()`, then exit.
 
@@ -235,7 +264,14 @@ def entry() -> None:
     Output is flushed first; a flush that fails takes the ordinary exit, which reports nothing
     more (`emit` has already pointed a closed stdout at /dev/null).
     """
+    running = sys.argv[1:2] == ["run"]
+    if running:
+        _hold_stop_signals()
     code = main()
+    if running:
+        # The interpreter's teardown puts the default handlers back before the process ends:
+        # a stop arriving then is left pending and dies with the process.
+        signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
     if _nothing_to_close:
         try:
             sys.stdout.flush()

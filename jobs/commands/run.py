@@ -42,6 +42,9 @@ def stop_on_termination() -> Iterator[threading.Event]:
     previous = {sig: signal.signal(sig, handler)
                 for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
                 if signal.getsignal(sig) is not signal.SIG_IGN}
+    # One that came while the program was starting (held by jobs/main.py's entry).
+    if any(getattr(old, "seen", False) for old in previous.values()):
+        stop.set()
     try:
         yield stop
     finally:
