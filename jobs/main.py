@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import gc
 import os
-import signal
 import sys
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -24,6 +23,7 @@ from jobs.core.cli import cli_entry
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing for --help
 if TYPE_CHECKING:
     import argparse
+    import signal
 
 
 def help_formatter(prog: str) -> argparse.HelpFormatter:
@@ -245,12 +245,18 @@ class _StopHeld:
         self.seen = True
 
 
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+def _stop_signals() -> tuple[signal.Signals, ...]:
+    # Imported here: `signal` brings `enum`, which --help and `list` do without.
+    import signal
+
+    return (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _hold_stop_signals() -> None:
+    import signal
+
     held = _StopHeld()
-    for number in _STOP_SIGNALS:
+    for number in _stop_signals():
         # A signal the caller ignores (`nohup`, a background job) stays ignored.
         if signal.getsignal(number) is not signal.SIG_IGN:
             signal.signal(number, held)
@@ -271,7 +277,9 @@ def entry() -> None:
     if running:
         # The interpreter's teardown puts the default handlers back before the process ends:
         # a stop arriving then is left pending and dies with the process.
-        signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+        import signal
+
+        signal.pthread_sigmask(signal.SIG_BLOCK, _stop_signals())
     if _nothing_to_close:
         try:
             sys.stdout.flush()

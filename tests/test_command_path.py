@@ -29,8 +29,9 @@ print(json.dumps(held))
 HEAVY = ("sqlalchemy", "structlog", "git", "psutil", "apscheduler", "github")
 # Modules the command path does without (each costs start-up milliseconds): PyYAML for a
 # configuration in the common shapes (jobs.config.fast), dataclasses and inspect (the records are
-# NamedTuples), shutil (argparse's help width), socket (the host name).
-NOT_ON_THE_PATH = ("yaml", "dataclasses", "inspect", "shutil", "socket")
+# NamedTuples), shutil (argparse's help width), socket (the host name), signal (only `run` holds
+# stop signals, and it brings enum).
+NOT_ON_THE_PATH = ("yaml", "dataclasses", "inspect", "shutil", "socket", "signal")
 ORCHESTRATION = ("jobs.verify.run", "jobs.ledger.store", "jobs.process.recipe", "jobs.verify.task",
                  "jobs.verify.commit", "jobs.verify.context", "jobs.git.repo", "jobs.core.logs")
 
