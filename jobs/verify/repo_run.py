@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from contextlib import ExitStack
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import partial
 
 from jobs.backlog import scan as backlog
@@ -26,7 +26,7 @@ from jobs.verify import claims as clone_claims
 from jobs.verify.context import RepoContext, Ticker
 from jobs.verify.recipes import recipe_problems
 from jobs.verify.recover import commit_kept, recover_pending
-from jobs.verify.rules import eligibility, readiness
+from jobs.verify.rules import edit_plan, eligibility, readiness
 from jobs.verify.summary import EVENTS, Printer, RunSummary, passed_for_good, unexpected
 from jobs.verify.task import storable, verify_task
 from jobs.verify.terminal import format_line, natural_key, one_line, repo_name
@@ -117,7 +117,7 @@ class RepoRun:
         judged = self.classify()
         if judged is None:
             return
-        classified = judged[1]
+        backlog_config, classified = judged
         due = in_natural_order([c for c in classified if c.state == eligibility.DUE])
         self.summary.passed_over.extend((str(self.root), c) for c in classified
                                         if c.state not in (eligibility.DUE, eligibility.REFUSED))
@@ -126,7 +126,7 @@ class RepoRun:
             self.interrupted(due)
             return
         if self.summary.dry_run:
-            self.dry_run(classified, due)
+            self.dry_run(backlog_config, classified, due)
             return
         if self.ledger_gone():
             self.report_refused(classified)
@@ -341,7 +341,7 @@ class RepoRun:
             c = self.refused.pop(0)
             self.finish(self.attempt(Verdict.REFUSED, task=c, reason=c.reason))
 
-    def dry_run(self, classified: list[eligibility.Classified],
+    def dry_run(self, config: backlog.BacklogConfig, classified: list[eligibility.Classified],
                 due: list[eligibility.Classified]) -> None:
         self.report_refused(classified)
         if not due:
@@ -353,17 +353,24 @@ class RepoRun:
         if problem is not None:
             self.finish(self.attempt(Verdict.SKIPPED, reason=problem))
             return
-        missing = recipe_problems(self.root, [t.recipe for t in due if t.recipe], self.ctx.just)
+        # What the run checks before each recipe, in its order: the task file it must be able to
+        # edit (else `error`), then the recipe in the justfile (else `fail`).
+        now, timeout = datetime.now(UTC), self.ctx.config.timeout_for(self.repo)
+        unsafe = {id(t): edit_plan.unsafe_to_edit(t, config, timeout, now) for t in due}
+        missing = recipe_problems(self.root, [t.recipe for t in due
+                                              if t.recipe and unsafe[id(t)] is None],
+                                  self.ctx.just)
         for task in in_natural_order(due):
             self.report_refused_before(task.task.id)
             # Reported, never recorded: a dry run is neither a pass nor a failure.
-            problem = missing.get(task.recipe or "")
+            problem = unsafe[id(task)] or missing.get(task.recipe or "")
             self.summary.results.append(self.attempt("would-run", task=task, reason=problem))
             if self.printer is not None:
                 name = repo_name(str(self.root), self.summary.repo_names)
                 line = f"would run  {name} {task.task.id}: just {task.recipe}"
                 if problem:
-                    line = f"would fail {name} {task.task.id}: just {task.recipe}: {problem}"
+                    would = "would error" if unsafe[id(task)] else "would fail"
+                    line = f"{would} {name} {task.task.id}: just {task.recipe}: {problem}"
                 self.printer(one_line(line), False)
             log.info("dryrun.would_run", repo=str(self.root), task=task.task.id,
                      recipe=task.recipe, reason=problem)

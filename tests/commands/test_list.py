@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from verify_helpers import make_verify_repo
+from verify_helpers import VerifyRepo, make_verify_repo
 
 from jobs.main import main as verify_main
 
@@ -77,3 +77,61 @@ def test_a_refused_task_names_its_file(tmp_path: Path) -> None:
     assert one.endswith(" [backlog/tasks/task-1 - Disk-alert.md]"), one
     assert two.startswith("refused   app TASK-2:") and "2026-11-31" in two, two
     assert two.endswith(" [backlog/tasks/task-2 - Backup.md]"), two
+
+
+# Task files `run` reads but will not edit: it records `error` for them every morning without
+# running the recipe, so `list` and `--dry-run` must not call them plainly due. (A scalar
+# `labels:` is no such case: `list` and `run` alike report the file unreadable.)
+UNEDITABLE = {
+    2: ("labels:\n  - 'verify:2026-11-01'", "labels: [infra,\n  'verify:2026-11-01']"),
+    3: ("labels:\n  - 'verify:2026-11-01'", "labels: &l ['verify:2026-11-01']\nalso: *l"),
+}
+
+
+def _uneditable_repo(tmp_path: Path) -> tuple[VerifyRepo, dict[str, bytes]]:
+    repo = make_verify_repo(tmp_path)
+    repo.add_task(1)
+    for n, (old, new) in UNEDITABLE.items():
+        task = repo.add_task(n)
+        task.write_text(task.read_text().replace(old, new))
+    real = repo.add_task(4, folder="kept")
+    (repo.root / "backlog" / "tasks" / real.name).symlink_to(real)
+    repo.commit_all("odd tasks")
+    return repo, {str(p): p.read_bytes() for p in (repo.root / "backlog").rglob("*.md")}
+
+
+def test_list_says_when_run_cannot_edit_a_due_task_file(tmp_path: Path) -> None:
+    repo, _ = _uneditable_repo(tmp_path)
+    code, data = repo.run_json("list", *TODAY)
+    assert code == 0
+    rows = {row["id"]: row for row in data["tasks"]}
+    assert rows["TASK-1"]["state"] == "due" and rows["TASK-1"]["reason"] is None
+    for n in (*UNEDITABLE, 4):
+        row = rows[f"TASK-{n}"]
+        assert row["state"] == "due", row  # the SPEC's state; the reason says what run does
+        assert row["reason"].startswith("cannot edit the task file safely: "), row
+    assert "symbolic link" in rows["TASK-4"]["reason"]
+    text = repo.run("list", *TODAY).stdout
+    assert "due       app TASK-2  just verify-ok  (2026-11-01): cannot edit the task file " \
+        "safely: " in text, text
+    assert repo.status() == ""
+
+
+def test_dry_run_says_what_run_records_for_a_file_it_cannot_edit(tmp_path: Path) -> None:
+    repo, before = _uneditable_repo(tmp_path)
+    dry = repo.run("run", *TODAY, "--dry-run")
+    lines = dry.stdout.splitlines()
+    assert lines[0] == "would run  app TASK-1: just verify-ok", dry.stdout
+    for n in (*UNEDITABLE, 4):
+        assert lines[n - 1].startswith(f"would error app TASK-{n}: just verify-ok: cannot edit "
+                                       "the task file safely: "), dry.stdout
+    _, data = repo.run_json("run", *TODAY, "--dry-run")
+    reasons = {r["task_id"]: r["reason"] for r in data["results"]}
+    assert repo.status() == "" and not repo.state_dir.joinpath("runs").exists()
+    # What the real run then records, word for word.
+    _, ran = repo.run_json("run", *TODAY)
+    for r in ran["results"]:
+        if r["task_id"] != "TASK-1":
+            assert r["verdict"] == "error" and r["reason"] == reasons[r["task_id"]], r
+    for path, data_before in before.items():
+        assert Path(path).read_bytes() == data_before or "task-1 " in path
