@@ -1,9 +1,7 @@
 """`loop-verify list`: every task with a verify: label and its state.
 
-For a due task it also says what `run` would report before running anything (a task file it
-cannot edit safely, a recipe the justfile lacks). It reads task files and the justfile only, so
-it loads only what that needs: no ledger, no git, no structured logging (the log is opened only
-to record an unexpected fault).
+It reads task files and nothing else, so it loads only what that needs: no ledger, no git, no
+structured logging (the log is opened only to record an unexpected fault).
 """
 
 from __future__ import annotations
@@ -23,8 +21,7 @@ from jobs.verify.terminal import emit, natural_key, one_line, repo_names
 if TYPE_CHECKING:
     from datetime import date
 
-    from jobs.backlog.task import BacklogConfig
-    from jobs.config.load import Config, RepoConfig
+    from jobs.config.load import Config
 
 
 def main(*, config_path: str | None, repos: list[str] | None, today: str | None,
@@ -77,7 +74,6 @@ def _scan_all(config: Config, day: date) -> tuple[list[dict[str, Any]], list[dic
         root = str(scan.root) + os.sep
         where = str(repo.path)
         first = len(rows)
-        due: list[tuple[eligibility.Classified, dict[str, Any]]] = []
         for task in scan.tasks:
             c = eligibility.classify(task, scan.config, day)
             if c is None:
@@ -91,35 +87,18 @@ def _scan_all(config: Config, day: date) -> tuple[list[dict[str, Any]], list[dic
                 "label_date": c.label_date.isoformat() if c.label_date else None,
                 "recipe": c.recipe,
             })
-            if c.state == eligibility.DUE:
-                due.append((c, rows[-1]))
+        due = [row for row in rows[first:] if row["state"] == eligibility.DUE]
         if due:
-            _say_what_run_would_do(config, repo, scan.config, due)
+            # One `just` per repository with something due: say now what the run would fail.
+            from jobs.verify.recipes import recipe_problems
+
+            missing = recipe_problems(repo.path, (row["recipe"] for row in due))
+            for row in due:
+                row["reason"] = missing.get(row["recipe"])
         # TASK-5 before TASK-10, each repository in the configured order.
         rows[first:] = sorted(rows[first:], key=lambda row: (natural_key(row["id"] or ""),
                                                             row["path"]))
     return rows, problems, repo_failed
-
-
-def _say_what_run_would_do(config: Config, repo: RepoConfig, backlog_config: BacklogConfig,
-                           due: list[tuple[eligibility.Classified, dict[str, Any]]]) -> None:
-    """The reason `run` would give, before running anything, for not verifying a due task: a
-    task file it cannot edit safely (its `error`), else a recipe the justfile lacks (its
-    `fail`). Only for due tasks, so a listing of nothing due asks nothing more."""
-    from datetime import UTC, datetime
-
-    from jobs.verify.recipes import recipe_problems
-    from jobs.verify.rules.edit_plan import unsafe_to_edit
-
-    now, timeout = datetime.now(UTC), config.timeout_for(repo)
-    for c, row in due:
-        row["reason"] = unsafe_to_edit(c, backlog_config, timeout, now)
-    # One `just` per repository with something due: say now what the run would fail.
-    missing = recipe_problems(repo.path, (c.recipe for c, row in due if row["reason"] is None
-                                          and c.recipe))
-    for c, row in due:
-        if row["reason"] is None:
-            row["reason"] = missing.get(c.recipe or "")
 
 
 def text_lines(rows: list[dict[str, Any]], problems: list[dict[str, Any]],

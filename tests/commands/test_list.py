@@ -80,8 +80,8 @@ def test_a_refused_task_names_its_file(tmp_path: Path) -> None:
 
 
 # Task files `run` reads but will not edit: it records `error` for them every morning without
-# running the recipe, so `list` and `--dry-run` must not call them plainly due. (A scalar
-# `labels:` is no such case: `list` and `run` alike report the file unreadable.)
+# running the recipe, so `--dry-run` must not say it would run them. (A scalar `labels:` is no
+# such case: `list` and `run` alike report the file unreadable.)
 UNEDITABLE = {
     2: ("labels:\n  - 'verify:2026-11-01'", "labels: [infra,\n  'verify:2026-11-01']"),
     3: ("labels:\n  - 'verify:2026-11-01'", "labels: &l ['verify:2026-11-01']\nalso: *l"),
@@ -98,23 +98,6 @@ def _uneditable_repo(tmp_path: Path) -> tuple[VerifyRepo, dict[str, bytes]]:
     (repo.root / "backlog" / "tasks" / real.name).symlink_to(real)
     repo.commit_all("odd tasks")
     return repo, {str(p): p.read_bytes() for p in (repo.root / "backlog").rglob("*.md")}
-
-
-def test_list_says_when_run_cannot_edit_a_due_task_file(tmp_path: Path) -> None:
-    repo, _ = _uneditable_repo(tmp_path)
-    code, data = repo.run_json("list", *TODAY)
-    assert code == 0
-    rows = {row["id"]: row for row in data["tasks"]}
-    assert rows["TASK-1"]["state"] == "due" and rows["TASK-1"]["reason"] is None
-    for n in (*UNEDITABLE, 4):
-        row = rows[f"TASK-{n}"]
-        assert row["state"] == "due", row  # the SPEC's state; the reason says what run does
-        assert row["reason"].startswith("cannot edit the task file safely: "), row
-    assert "symbolic link" in rows["TASK-4"]["reason"]
-    text = repo.run("list", *TODAY).stdout
-    assert "due       app TASK-2  just verify-ok  (2026-11-01): cannot edit the task file " \
-        "safely: " in text, text
-    assert repo.status() == ""
 
 
 def test_dry_run_says_what_run_records_for_a_file_it_cannot_edit(tmp_path: Path) -> None:
