@@ -332,19 +332,18 @@ def _add_steps(key: str, cfg: Mapping[str, RemoteConfig], entry: dict[str, Any],
         if not part.get("available") or not isinstance(b_part, Mapping) or remote is None:
             continue
         part["steps"] = read_steps(key, urls=[*remote.urls, *remote.pushurls],
-                                   fetch_url=remote.fetch_url, before_part=b_part,
-                                   after_part=part, since=since, token=reads.token,
-                                   clock=reads.clock, blocked=reads.blocked, env=env,
-                                   logged=logged)
+                                   fetch_url=remote.fetch_url, push_urls=remote.push_urls,
+                                   before_part=b_part, after_part=part, since=since,
+                                   token=reads.token, clock=reads.clock, blocked=reads.blocked,
+                                   env=env, logged=logged)
 
 
 def _note_journals(key: str, cfg: Mapping[str, RemoteConfig], entry: dict[str, Any]) -> None:
-    from audit.evidence.steps.read import journal_at_begin
+    from audit.evidence.steps.read import journals_at_begin
 
     for name, part in entry["remotes"].items():
-        seen = journal_at_begin(key, cfg[name].fetch_url) if part.get("available") else None
-        if seen is not None:
-            part["journal"] = seen
+        if part.get("available"):
+            part.update(journals_at_begin(key, cfg[name].fetch_url, cfg[name].push_urls))
 
 
 def iso_now(when: datetime | None = None) -> str:

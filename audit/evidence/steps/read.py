@@ -4,10 +4,11 @@ part (judged by `audit.judge.steps`):
 * a remote whose configured URL names a GitHub repository: its repository activity
   (`audit.evidence.steps.activity`);
 * a remote whose effective URL (after insteadOf) is a local path or `file://` URL of a
-  repository with a journal (`audit.evidence.steps.journal`): its journal; whether each
-  default-branch update was a fast-forward is read from that repository in one `git rev-list`
-  (whatever the number of updates);
-* anything else: "net change only", said in the report.
+  repository with a journal (`audit.evidence.steps.journal`): its journal, and the journal of
+  each other repository on this machine its push URLs (after pushInsteadOf) reach, where
+  `git push <name>` goes; whether each default-branch update was a fast-forward is read from
+  the repository that recorded it in one `git rev-list` (whatever the number of updates);
+* anything else (a push URL too): "net change only", said in the report.
 """
 
 from __future__ import annotations
@@ -98,12 +99,15 @@ def _gitfile_target(path: Path) -> Path | None:
 
 
 def read_steps(repo: str, *, urls: Sequence[str], fetch_url: str | None,
+               push_urls: Sequence[str] = (),
                before_part: Mapping[str, Any], after_part: Mapping[str, Any], since: str,
                token: Callable[[], str | None], clock: Callable[[], Deadline],
                blocked: str | None, env: Mapping[str, str] = os.environ,
                logged: AbstractSet[tuple[str, str, str]] = frozenset()) -> dict[str, Any]:
-    """One remote's `steps` part. `logged` holds the (ref, old, new) of the push log's entries:
-    their ancestry is the net change's rules' to check, not read again here."""
+    """One remote's `steps` part, from the journals of every repository on this machine its
+    fetch and push URLs reach (`local_repositories`). `logged` holds the (ref, old, new) of the
+    push log's entries: their ancestry is the net change's rules' to check, not read again
+    here."""
     unnamed = unnamed_github_urls(urls, env)
     if unnamed:
         return {"available": False, "reason": unnamed_reason(unnamed)}
@@ -122,31 +126,79 @@ def read_steps(repo: str, *, urls: Sequence[str], fetch_url: str | None,
             steps.extend({**s, "fast_forward": FAST_FORWARD.get(s["kind"])}
                          for s in part["steps"])
         return {"available": True, "source": STEPS_FROM_ACTIVITY, "steps": steps}
-    named_path = local_path(fetch_url, repo)
-    if named_path is None:
-        return {"available": True, "source": STEPS_NET_ONLY,
-                "note": "its server is neither GitHub nor a repository on this machine"}
-    path = git_dir_of(named_path)
-    journal = path / JOURNAL
-    seen = before_part.get("journal")
-    if isinstance(seen, Mapping):
-        problem = journal_problem(seen, path, journal)
-        if problem is not None:
-            return {"available": False, "reason": problem}
-    if not journal.is_file():
-        return {"available": True, "source": STEPS_NET_ONLY,
-                "note": f"no journal at {journal} (`loop-pi-audit journal install {path}`)"}
-    try:
-        steps = read_journal(journal, since)
-    except (OSError, ValueError) as exc:
-        return {"available": False, "reason": f"cannot read the journal: {exc}"}
+    reached = local_repositories(repo, fetch_url, push_urls)
+    if isinstance(reached, str):
+        return {"available": True, "source": STEPS_NET_ONLY, "note": reached}
+    problem = _journals_problem(reached, before_part)
+    if problem is not None:
+        return {"available": False, "reason": problem}
+    for path in reached:
+        if not (path / JOURNAL).is_file():
+            return {"available": True, "source": STEPS_NET_ONLY,
+                    "note": f"no journal at {path / JOURNAL} "
+                            f"(`loop-pi-audit journal install {path}`)"}
     branch = default_branch(before_part, after_part)
     net = (before_part.get("refs", {}).get(branch), after_part.get("refs", {}).get(branch))
-    with_ancestry(path, [s for s in steps if (s["old"], s["new"]) != net
-                         and (s["ref"], s["old"], s["new"]) not in logged],
-                  branch, net[0])
-    return {"available": True, "source": STEPS_FROM_JOURNAL, "journal": str(journal),
+    steps = []
+    for path in reached:
+        try:
+            mine = read_journal(path / JOURNAL, since)
+        except (OSError, ValueError) as exc:
+            return {"available": False, "reason": f"cannot read the journal: {exc}"}
+        with_ancestry(path, [s for s in mine if (s["old"], s["new"]) != net
+                             and (s["ref"], s["old"], s["new"]) not in logged],
+                      branch, net[0])
+        steps.extend(mine)  # one repository after the other: each its own sequence
+    part = {"available": True, "source": STEPS_FROM_JOURNAL, "journal": str(reached[0] / JOURNAL),
             "steps": steps}
+    if len(reached) > 1:
+        part["push_journals"] = [str(path / JOURNAL) for path in reached[1:]]
+    return part
+
+
+def local_repositories(repo: str, fetch_url: str | None,
+                       push_urls: Sequence[str] = ()) -> list[Path] | str:
+    """The repositories on this machine a remote reaches: the one its fetch URL names, then
+    each other one a push URL names (`git push <name>` goes to those). A note saying why the
+    steps are the net change only when one of them is not a repository on this machine."""
+    named = local_path(fetch_url, repo)
+    if named is None:
+        return "its server is neither GitHub nor a repository on this machine"
+    found = [git_dir_of(named)]
+    seen = {os.path.realpath(found[0])}
+    for url in push_urls:
+        path = local_path(url, repo)
+        if path is None:
+            return redact_text(f"it pushes to {url}, neither GitHub nor a repository on this "
+                               "machine")
+        bare = git_dir_of(path)
+        if os.path.realpath(bare) not in seen:
+            seen.add(os.path.realpath(bare))
+            found.append(bare)
+    return found
+
+
+def _journals_problem(reached: Sequence[Path], before_part: Mapping[str, Any]) -> str | None:
+    """The first reason a journal begin saw cannot say every step since: the fetch
+    repository's (`journal`), then each push repository's (`push_journals`)."""
+    seen = before_part.get("journal")
+    if isinstance(seen, Mapping):
+        problem = journal_problem(seen, reached[0], reached[0] / JOURNAL)
+        if problem is not None:
+            return problem
+    pushed = before_part.get("push_journals")
+    by_path = {str(path / JOURNAL): path for path in reached[1:]}
+    for seen in pushed if isinstance(pushed, list) else []:
+        if not isinstance(seen, Mapping):
+            return "the push journals begin saw are malformed"
+        path = by_path.get(str(seen.get("path")))
+        if path is None:
+            return (f"the journal begin saw, {seen.get('path')}, is not among "
+                    f"{', '.join(by_path) or 'none'} where pushes now lead")
+        problem = journal_problem(seen, path, path / JOURNAL)
+        if problem is not None:
+            return problem
+    return None
 
 
 def journal_at_begin(repo: str, fetch_url: str | None) -> dict[str, Any] | None:
@@ -155,9 +207,27 @@ def journal_at_begin(repo: str, fetch_url: str | None) -> dict[str, Any] | None:
     or no longer written during the run from a remote that never had one. None when the remote
     has no journal kept by a hook in effect."""
     named = local_path(fetch_url, repo)
-    if named is None:
-        return None
-    bare = git_dir_of(named)
+    return None if named is None else _seen_at_begin(git_dir_of(named))
+
+
+def journals_at_begin(repo: str, fetch_url: str | None,
+                      push_urls: Sequence[str] = ()) -> dict[str, Any]:
+    """The keys the before-snapshot's remote part gets: `journal` (the fetch repository's, as
+    `journal_at_begin`) and `push_journals` (each other repository's a push URL reaches), each
+    only when there is such a journal."""
+    keys: dict[str, Any] = {}
+    seen = journal_at_begin(repo, fetch_url)
+    if seen is not None:
+        keys["journal"] = seen
+    reached = local_repositories(repo, fetch_url, push_urls)
+    if isinstance(reached, list):
+        pushed = [s for path in reached[1:] if (s := _seen_at_begin(path)) is not None]
+        if pushed:
+            keys["push_journals"] = pushed
+    return keys
+
+
+def _seen_at_begin(bare: Path) -> dict[str, Any] | None:
     seen = journal_identity(bare / JOURNAL) if hook_in_effect(bare) else None
     return None if seen is None else {"path": str(bare / JOURNAL), **seen}
 
