@@ -18,6 +18,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from jobs.config.load import expand_user
+from jobs.core.urls import canonical_identity
 from jobs.ledger.rows import attempts, claims
 from jobs.verify.terminal import repo_names
 
@@ -105,11 +106,12 @@ class Identities:
 
     def __init__(self, claimed: Mapping[Clone, str], machine: str,
                  local: Callable[[str], str | None]) -> None:
-        self.claimed = claimed
+        # As this version spells them: rows an earlier version wrote join their repository.
+        self.claimed = {clone: canonical_identity(i) for clone, i in claimed.items()}
         self.machine = machine
         self.local = local
         by_path: dict[str, set[str]] = {}
-        for (_m, repo), identity in claimed.items():
+        for (_m, repo), identity in self.claimed.items():
             by_path.setdefault(repo, set()).add(identity)
         # A row without a machine takes the identity its path was claimed under, when only one.
         self._by_path = {repo: next(iter(ids)) for repo, ids in by_path.items() if len(ids) == 1}
