@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 GITHUB_HOSTS = ("github.com", "www.github.com", "ssh.github.com")
 _PART = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -172,10 +172,10 @@ def normalise_remote(url: str, base: Path) -> str:
 
     `git@github.com:Owner/App.git`, `ssh://git@ssh.github.com:443/owner/app` and
     `https://user:token@GitHub.com/owner/app.git/` all become `github.com/owner/app` (GitHub's
-    owner and name are case-insensitive); a local path or `file://` URL becomes the absolute path
-    (relative ones are relative to `base`).
+    owner and name are case-insensitive); a local path or `file://` URL (percent-decoded, as git
+    reads it) becomes the absolute path (relative ones are relative to `base`).
     """
-    return canonical_identity(_identity(url, base, _DEFAULT_PORTS))
+    return canonical_identity(_identity(url, base, _DEFAULT_PORTS, unquote))
 
 
 def canonical_identity(identity: str) -> str:
@@ -193,17 +193,19 @@ def canonical_identity(identity: str) -> str:
 
 def legacy_identity(url: str, base: Path) -> str:
     """The identity versions before 2026-12 gave the remote (GitHub's case kept, every GitHub host
-    its own, `git+ssh://host:22` not `host`): claims those versions took are keyed by it
-    (docs/ledger.md, "Upgrading")."""
-    return _identity(url, base, _LEGACY_PORTS)
+    its own, `git+ssh://host:22` not `host`, `file://` paths not percent-decoded): claims those
+    versions took are keyed by it (docs/ledger.md, "Upgrading")."""
+    return _identity(url, base, _LEGACY_PORTS, lambda path: path)
 
 
-def _identity(url: str, base: Path, default_ports: Mapping[str, int]) -> str:
+def _identity(url: str, base: Path, default_ports: Mapping[str, int],
+              file_path: Callable[[str], str]) -> str:
     url = url.strip()
     if "://" in url:
         parts = urlsplit(url)
         if parts.scheme == "file":
-            return _local(Path(parts.path), base)
+            # git reads `file:///a%20b` as the folder `/a b`.
+            return _local(Path(file_path(parts.path)), base)
         host = (parts.hostname or "").lower()
         try:
             port = parts.port

@@ -57,6 +57,10 @@ def test_local_remotes_become_absolute_paths(tmp_path: Path) -> None:
     assert normalise_remote(str(bare), clone) == str(tmp_path / "remote")
     assert normalise_remote("../remote.git", clone) == str(tmp_path / "remote")
     assert normalise_remote(f"file://{bare}", clone) == str(tmp_path / "remote")
+    spaced = tmp_path / "my remote.git"
+    assert normalise_remote("file://localhost" + str(spaced).replace(" ", "%20"), clone) \
+        == normalise_remote(str(spaced), clone) == str(tmp_path / "my remote")
+    assert legacy_identity(f"file://{tmp_path}/my%20remote.git", clone).endswith("my%20remote")
 
 
 def test_rows_carry_the_machine_and_pending_recovery_sees_only_its_own(tmp_path: Path) -> None:

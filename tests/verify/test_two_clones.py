@@ -8,8 +8,10 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 import yaml
@@ -71,12 +73,18 @@ def test_two_clones_verify_a_task_once(tmp_path: Path, first: str, second: str) 
     assert code == 0, data
 
 
-def test_a_local_path_and_a_file_url_are_one_repository(tmp_path: Path) -> None:
+@pytest.mark.parametrize("spell", [lambda bare: f"file://{bare}/",
+                                   lambda bare: f"file://localhost{quote(str(bare))}"],
+                         ids=["file-url", "percent-encoded"])
+def test_a_local_path_and_a_file_url_are_one_repository(tmp_path: Path,
+                                                        spell: Callable[[Path], str]) -> None:
+    tmp_path = tmp_path / "Mobile Documents"  # a folder name with a space, as iCloud's
+    tmp_path.mkdir()
     count = tmp_path / "count"
-    repo = make_verify_repo(tmp_path, justfile=f"verify-ok:\n    echo ran >> {count}\n",
+    repo = make_verify_repo(tmp_path, justfile=f"verify-ok:\n    echo ran >> '{count}'\n",
                             tasks=[1])
     other = second_clone(repo, tmp_path)
-    set_url(other, f"file://{repo.bare}/")
+    set_url(other, spell(repo.bare))
     second = VerifyRepo(other, repo.bare, repo.state_dir, tmp_path / "other.yaml")
     config = yaml.safe_load(repo.config_path.read_text())
     config["repos"] = [{"path": str(other)}]
