@@ -55,11 +55,12 @@ def _last_part(text: str) -> str:
 def choice_matches(choice: RepoChoice, identity: str, clones: Iterable[str]) -> bool:
     """Whether a repository (its identity and its clones' paths) is the one `--repo` names: a
     path names the clone there (or the identity, a local remote's path); a name is the last part
-    of the identity (`app` for github.com/acme/app) or of any clone's path."""
+    of the identity (`app` for github.com/acme/app, any case on GitHub) or of any clone's path."""
     if choice.path is not None:
         return identity == choice.path or any(c == choice.path for c in clones)
-    return _last_part(identity) == choice.name or any(_last_part(c) == choice.name
-                                                      for c in clones)
+    # A GitHub name is case-insensitive (its identity is in lower case: jobs.core.urls).
+    name = (choice.name or "").lower() if identity.startswith("github.com/") else choice.name
+    return _last_part(identity) == name or any(_last_part(c) == choice.name for c in clones)
 
 
 def chosen_repositories(choice: RepoChoice, clones: Iterable[Clone],

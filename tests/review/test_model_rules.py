@@ -130,6 +130,9 @@ def test_repo_choice_by_path_or_by_name() -> None:
     assert not choice_matches(RepoChoice(name="ap"), "github.com/acme/app", clones)
     assert choice_matches(RepoChoice(path="/srv/ci/application"), "github.com/acme/app", clones)
     assert not choice_matches(RepoChoice(path="/srv/ci"), "github.com/acme/app", clones)
+    # A GitHub identity is in lower case now: the name as GitHub shows it still names it.
+    assert choice_matches(RepoChoice(name="WebApp"), "github.com/acme/webapp", [])
+    assert not choice_matches(RepoChoice(name="WebApp"), "git.example.com/acme/webapp", [])
 
 
 def test_group_names_tell_equal_last_parts_apart() -> None:
