@@ -16,7 +16,7 @@ from urllib.parse import quote
 import pytest
 import yaml
 from review_helpers import review_text
-from verify_helpers import CRASHER, ROOT, VerifyRepo, make_verify_repo, verify_argv
+from verify_helpers import CRASHER, ROOT, VerifyRepo, git, make_verify_repo, verify_argv
 
 from jobs.config.load import load_config
 from jobs.ledger import claims
@@ -204,3 +204,25 @@ def test_recovery_finds_its_own_clones_claim_of_the_dead_run(tmp_path: Path) -> 
             assert found is not None and found.key == claim.key, root
     finally:
         ledger.close()
+
+
+def test_a_crash_in_the_first_of_two_listed_clones_is_recovered_once(tmp_path: Path) -> None:
+    count = tmp_path / "count"
+    repo = make_verify_repo(tmp_path, justfile=f"verify-ok:\n    echo ran >> {count}\n",
+                            tasks=[1])
+    other = second_clone(repo, tmp_path)
+    both_in_config(repo, other)
+    set_url(repo.root, "ssh://git@github.com:22/Acme/App")
+    set_url(other, "https://github.com/acme/app.git")
+    proc = subprocess.run(
+        [sys.executable, "-c", CRASHER, *verify_argv(repo, "run", *TODAY)[3:]],
+        cwd=repo.root, capture_output=True, text=True, timeout=120, check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "CRASH_AT": "commit", "CRASH_NTH": "1"})
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    code, data = repo.run_json("run", *TODAY)
+    assert code == 0, data
+    reasons = sorted(r.get("reason") or "" for r in data["results"])
+    assert len(reasons) == 2 and "interrupted run" in reasons[0], reasons
+    assert reasons[1].startswith("verified already at "), reasons
+    assert count.read_text() == "ran\n"
+    assert repo.status() == "" and git(other, "status", "--porcelain") == ""
