@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 GITHUB_HOSTS = ("github.com", "www.github.com", "ssh.github.com")
 _PART = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -162,28 +162,56 @@ def scp_parts(url: str) -> tuple[str | None, str, str] | None:
     return (user, host, path) if host else None
 
 
-_DEFAULT_PORTS = {"https": 443, "http": 80, "ssh": 22, "git": 9418}
+_LEGACY_PORTS = {"https": 443, "http": 80, "ssh": 22, "git": 9418}
+_DEFAULT_PORTS = {**_LEGACY_PORTS, "git+ssh": 22, "ssh+git": 22}
 
 
 def normalise_remote(url: str, base: Path) -> str:
     """A repository's identity across clones: one spelling for every way of naming it, without
     credentials.
 
-    `git@github.com:Owner/app.git`, `ssh://git@github.com/Owner/app` and
-    `https://user:token@GitHub.com/Owner/app.git/` all become `github.com/Owner/app`; a local path
-    or `file://` URL becomes the absolute path (relative ones are relative to `base`).
+    `git@github.com:Owner/App.git`, `ssh://git@ssh.github.com:443/owner/app` and
+    `https://user:token@GitHub.com/owner/app.git/` all become `github.com/owner/app` (GitHub's
+    owner and name are case-insensitive); a local path or `file://` URL (percent-decoded, as git
+    reads it) becomes the absolute path (relative ones are relative to `base`).
     """
+    return canonical_identity(_identity(url, base, _DEFAULT_PORTS, unquote))
+
+
+def canonical_identity(identity: str) -> str:
+    """An identity as this version spells it, from one an earlier version recorded: a GitHub
+    repository is `github.com/<owner>/<name>` in lower case, whichever GitHub host and port named
+    it (www., ssh.github.com:443). Anything else is returned as it is."""
+    host, sep, path = identity.partition("/")
+    if not sep or not host:
+        return identity
+    name = host.rsplit(":", 1)[0] if ":" in host and not host.endswith("]") else host
+    if name.lower() in GITHUB_HOSTS:
+        return "github.com/" + path.lower()
+    return identity
+
+
+def legacy_identity(url: str, base: Path) -> str:
+    """The identity versions before 2026-12 gave the remote (GitHub's case kept, every GitHub host
+    its own, `git+ssh://host:22` not `host`, `file://` paths not percent-decoded): claims those
+    versions took are keyed by it (docs/ledger.md, "Upgrading")."""
+    return _identity(url, base, _LEGACY_PORTS, lambda path: path)
+
+
+def _identity(url: str, base: Path, default_ports: Mapping[str, int],
+              file_path: Callable[[str], str]) -> str:
     url = url.strip()
     if "://" in url:
         parts = urlsplit(url)
         if parts.scheme == "file":
-            return _local(Path(parts.path), base)
+            # git reads `file:///a%20b` as the folder `/a b`.
+            return _local(Path(file_path(parts.path)), base)
         host = (parts.hostname or "").lower()
         try:
             port = parts.port
         except ValueError:
             port = None
-        if port is not None and port != _DEFAULT_PORTS.get(parts.scheme):
+        if port is not None and port != default_ports.get(parts.scheme):
             host = f"{host}:{port}"
         return host + "/" + _path_part(parts.path)
     scp = scp_parts(url)

@@ -14,7 +14,7 @@ judged the task, or a kept verdict was dropped: anyone may try again).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -50,9 +50,11 @@ _RELEASE = claims.delete().where(_MINE)
 _TAKE_FINISHED = claims.update().where(
     claims.c.key == sa.bindparam("c_key"), claims.c.run_id == sa.bindparam("c_run"),
     claims.c.finished_at.is_not(None))
-_OF_RUN = sa.select(claims.c.key, claims.c.machine).where(
-    claims.c.identity == sa.bindparam("c_identity"), claims.c.task_id == sa.bindparam("c_task"),
-    claims.c.label_date == sa.bindparam("c_date"), claims.c.run_id == sa.bindparam("c_run"))
+_OF_RUN = sa.select(claims.c.key, claims.c.machine, claims.c.identity).where(
+    claims.c.identity.in_(sa.bindparam("c_identity", expanding=True)),
+    claims.c.task_id == sa.bindparam("c_task"), claims.c.label_date == sa.bindparam("c_date"),
+    claims.c.run_id == sa.bindparam("c_run"),
+    (claims.c.repo == sa.bindparam("c_repo")) | claims.c.repo.is_(None))
 _SERVER_NOW = sa.select(sa.func.now())
 _COMMIT_OF = sa.select(attempts.c.commit_sha).where(
     attempts.c.run_id == sa.bindparam("c_run"), attempts.c.task_id == sa.bindparam("c_task"),
@@ -192,6 +194,18 @@ def _held(ledger: Ledger, row: sa.Row[Any]) -> Held:
                 row.finished_at.replace(tzinfo=UTC) if finished else None, row.verdict, commit)
 
 
+def held_under(ledger: Ledger, key: str, now: datetime | None = None) -> Held | None:
+    """Who holds the claim at `key`, finished or live, without taking it: a claim an earlier
+    version keyed by the identity it gave the repository (jobs.core.urls.legacy_identity) still
+    keeps the verification from running again. None when there is none, or it expired.
+
+    Raises SQLAlchemyError when the ledger cannot be reached."""
+    row = ledger.execute("claim", lambda conn: conn.execute(_BY_KEY, {"c_key": key}).first())
+    if row is None or (row.finished_at is None and row.expires_at < _clock(ledger, now)):
+        return None
+    return _held(ledger, row)
+
+
 def take_over_finished(ledger: Ledger, claim: Claim, held: Held, *, repo: str, ttl: float,
                        now: datetime | None = None) -> bool:
     """Take a finished claim whose verdict commit the clone's history already holds (the owner
@@ -213,18 +227,21 @@ def take_over_finished(ledger: Ledger, claim: Claim, held: Held, *, repo: str, t
     return True
 
 
-def claim_of_run(ledger: Ledger, identity: str, task_id: str, label_date: str,
-                 run_id: str) -> Claim | None:
-    """The claim run `run_id` took on this task, or None (the pending edit of a killed run is
-    recovered by a later one, which settles the dead run's claim).
+def claim_of_run(ledger: Ledger, identities: Sequence[str], task_id: str, label_date: str,
+                 run_id: str, repo: str) -> Claim | None:
+    """The claim run `run_id` took on this task in the clone at `repo`, or None (the pending edit
+    of a killed run is recovered by a later one, which settles the dead run's claim). One run
+    may have claimed the task in another clone too (its task file differs: another key), and
+    that claim is the other clone's. `identities`: the repository's, and the one an earlier
+    version gave it (a run of that version died: its claim is keyed by that one).
 
     Raises SQLAlchemyError when the ledger cannot be reached."""
     row = ledger.execute("claim", lambda conn: conn.execute(_OF_RUN, {
-        "c_identity": identity, "c_task": task_id, "c_date": label_date,
-        "c_run": run_id}).first())
+        "c_identity": list(identities), "c_task": task_id, "c_date": label_date,
+        "c_run": run_id, "c_repo": repo}).first())
     if row is None:
         return None
-    return Claim(row.key, identity, task_id, label_date, run_id, row.machine)
+    return Claim(row.key, row.identity, task_id, label_date, run_id, row.machine)
 
 
 def keep(ledger: Ledger, claim: Claim, *, ttl: float, now: datetime | None = None) -> bool:

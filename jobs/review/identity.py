@@ -18,6 +18,7 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from jobs.config.load import expand_user
+from jobs.core.urls import canonical_identity
 from jobs.ledger.rows import attempts, claims
 from jobs.verify.terminal import repo_names
 
@@ -54,11 +55,12 @@ def _last_part(text: str) -> str:
 def choice_matches(choice: RepoChoice, identity: str, clones: Iterable[str]) -> bool:
     """Whether a repository (its identity and its clones' paths) is the one `--repo` names: a
     path names the clone there (or the identity, a local remote's path); a name is the last part
-    of the identity (`app` for github.com/acme/app) or of any clone's path."""
+    of the identity (`app` for github.com/acme/app, any case on GitHub) or of any clone's path."""
     if choice.path is not None:
         return identity == choice.path or any(c == choice.path for c in clones)
-    return _last_part(identity) == choice.name or any(_last_part(c) == choice.name
-                                                      for c in clones)
+    # A GitHub name is case-insensitive (its identity is in lower case: jobs.core.urls).
+    name = (choice.name or "").lower() if identity.startswith("github.com/") else choice.name
+    return _last_part(identity) == name or any(_last_part(c) == choice.name for c in clones)
 
 
 def chosen_repositories(choice: RepoChoice, clones: Iterable[Clone],
@@ -105,11 +107,12 @@ class Identities:
 
     def __init__(self, claimed: Mapping[Clone, str], machine: str,
                  local: Callable[[str], str | None]) -> None:
-        self.claimed = claimed
+        # As this version spells them: rows an earlier version wrote join their repository.
+        self.claimed = {clone: canonical_identity(i) for clone, i in claimed.items()}
         self.machine = machine
         self.local = local
         by_path: dict[str, set[str]] = {}
-        for (_m, repo), identity in claimed.items():
+        for (_m, repo), identity in self.claimed.items():
             by_path.setdefault(repo, set()).add(identity)
         # A row without a machine takes the identity its path was claimed under, when only one.
         self._by_path = {repo: next(iter(ids)) for repo, ids in by_path.items() if len(ids) == 1}

@@ -13,13 +13,14 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from jobs.core.logs import get_logger
 from jobs.core.text import first_line
-from jobs.core.urls import normalise_remote
+from jobs.core.urls import legacy_identity, normalise_remote
 from jobs.git import repo as git
 from jobs.ledger.claims import (
     Claim,
     Held,
     claim_key,
     claim_of_run,
+    held_under,
     keep,
     settle,
     take,
@@ -49,6 +50,7 @@ class RepoClaims:
         self.branch = branch
         self.ttl = ttl
         self.identity: str | None = None
+        self.legacy: str | None = None  # the identity an earlier version gave it, when another
         self.blobs: dict[str, str] | None = None
         self.taken: dict[str, float] = {}  # claim key -> when we took or last extended it
 
@@ -57,7 +59,23 @@ class RepoClaims:
             # One look per repository and run: the claims and every attempt recorded carry it.
             url = git.branch_remote_url(self.root, self.branch)
             self.identity = normalise_remote(url, self.root) if url else str(self.root)
+            legacy = legacy_identity(url, self.root) if url else self.identity
+            self.legacy = legacy if legacy != self.identity else None
         return self.identity
+
+    def held_by_legacy(self, claim: Claim, path: str) -> Held | None:
+        """A claim an earlier version took on this verification under the identity it gave the
+        repository (docs/ledger.md, "Upgrading"): live or finished, it still holds."""
+        if self.legacy is None:
+            return None
+        held = held_under(self.ledger, claim_key(self.legacy, claim.task_id, claim.label_date,
+                                                 self.blob(path)))
+        if held is None or self.verdict_in_history(held):
+            return None
+        log.info("claim.held_elsewhere", task=claim.task_id, label_date=claim.label_date,
+                 holder=held.machine, run_id=claim.run_id, finished=held.finished,
+                 identity=self.legacy)
+        return held
 
     def blob(self, path: str) -> str:
         """The task file's blob id in the checked-out commit (read once per repository and run,
@@ -83,6 +101,9 @@ class RepoClaims:
         if self.ledger.unreachable:
             return LEDGER_GONE
         try:
+            old = self.held_by_legacy(claim, path)
+            if old is not None:
+                return old
             held = take(self.ledger, claim, repo=str(self.root), ttl=self.ttl,
                         is_dead=self.is_dead)
             if held is not None and self.verdict_in_history(held):
@@ -114,8 +135,10 @@ class RepoClaims:
         if p.task_id is None or p.label_date is None or self.ledger.unreachable:
             return None
         try:
-            return claim_of_run(self.ledger, self.repo_identity(), p.task_id, p.label_date,
-                                p.run_id)
+            identity = self.repo_identity()
+            known = (identity, self.legacy) if self.legacy is not None else (identity,)
+            return claim_of_run(self.ledger, known, p.task_id, p.label_date, p.run_id,
+                                str(self.root))
         except SQLAlchemyError as exc:
             log.error("ledger.claim_failed", ledger=self.ledger.shown_url, task=p.task_id,
                       error=first_line(exc))

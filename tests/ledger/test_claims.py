@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.core.urls import normalise_remote
+from jobs.core.urls import canonical_identity, legacy_identity, normalise_remote
 from jobs.ledger import claims
 from jobs.ledger.model import Attempt
 from jobs.ledger.store import Ledger
@@ -22,15 +22,31 @@ def attempt(verdict: str = "pass", **kw: object) -> Attempt:
 
 
 @pytest.mark.parametrize(("url", "expected"), [
-    ("git@github.com:Owner/app.git", "github.com/Owner/app"),
-    ("ssh://git@GitHub.com/Owner/app", "github.com/Owner/app"),
-    ("https://user:ghp_token@github.com/Owner/app.git/", "github.com/Owner/app"),
-    ("https://github.com:443/Owner/app", "github.com/Owner/app"),
-    ("https://git.example.com:8443/team//app.git", "git.example.com:8443/team/app"),
+    # GitHub's owner and name are case-insensitive, and every GitHub host is github.com.
+    ("git@github.com:Owner/app.git", "github.com/owner/app"),
+    ("ssh://git@GitHub.com/Owner/app", "github.com/owner/app"),
+    ("https://user:ghp_token@github.com/Owner/app.git/", "github.com/owner/app"),
+    ("https://github.com:443/Owner/app", "github.com/owner/app"),
+    ("ssh://git@ssh.github.com:443/Owner/App.git", "github.com/owner/app"),
+    ("https://www.github.com/Owner/App/", "github.com/owner/app"),
+    # Elsewhere the path's case is the server's business: kept.
+    ("https://git.example.com:8443/team//App.git", "git.example.com:8443/team/App"),
     ("ssh://git@git.example.com:2222/team/app.git", "git.example.com:2222/team/app"),
+    ("git+ssh://git@git.example.com:22/team/app", "git.example.com/team/app"),
 ])
 def test_remote_urls_are_normalised_without_credentials(url: str, expected: str) -> None:
     assert normalise_remote(url, Path("/unused")) == expected
+
+
+@pytest.mark.parametrize(("url", "legacy"), [
+    ("git@github.com:Owner/App.git", "github.com/Owner/App"),
+    ("ssh://git@ssh.github.com:443/owner/app", "ssh.github.com:443/owner/app"),
+    ("git+ssh://git@git.example.com:22/team/app", "git.example.com:22/team/app"),
+])
+def test_the_identity_earlier_versions_recorded_is_still_known(url: str, legacy: str) -> None:
+    assert legacy_identity(url, Path("/unused")) == legacy
+    assert canonical_identity(legacy) == normalise_remote(url, Path("/unused")) or \
+        legacy.startswith("git.example.com")  # a port git+ssh named is not in the identity
 
 
 def test_local_remotes_become_absolute_paths(tmp_path: Path) -> None:
@@ -41,6 +57,10 @@ def test_local_remotes_become_absolute_paths(tmp_path: Path) -> None:
     assert normalise_remote(str(bare), clone) == str(tmp_path / "remote")
     assert normalise_remote("../remote.git", clone) == str(tmp_path / "remote")
     assert normalise_remote(f"file://{bare}", clone) == str(tmp_path / "remote")
+    spaced = tmp_path / "my remote.git"
+    assert normalise_remote("file://localhost" + str(spaced).replace(" ", "%20"), clone) \
+        == normalise_remote(str(spaced), clone) == str(tmp_path / "my remote")
+    assert legacy_identity(f"file://{tmp_path}/my%20remote.git", clone).endswith("my%20remote")
 
 
 def test_rows_carry_the_machine_and_pending_recovery_sees_only_its_own(tmp_path: Path) -> None:
@@ -185,8 +205,16 @@ def test_a_finished_claim_says_its_verdict_and_commit_and_can_be_taken_again(
         assert held.reason_for("beta").endswith("(fail, commit c0ffee0000)")
         assert held.reason_for("alpha").startswith("verified already at ")
         # The dead run's claim is found by its run, for the run that recovers its edit.
-        found = claims.claim_of_run(beta, "github.com/o/app", "TASK-1", "2026-11-30", "a1")
+        found = claims.claim_of_run(beta, ["github.com/o/app"], "TASK-1", "2026-11-30", "a1",
+                                    "/a/app")
         assert found is not None and found.key == mine.key
+        # ... under the identity an earlier version gave the repository too; in its clone only.
+        found = claims.claim_of_run(beta, ["github.com/new/app", "github.com/o/app"], "TASK-1",
+                                    "2026-11-30", "a1", "/a/app")
+        assert found is not None and found.key == mine.key
+        assert found.identity == "github.com/o/app"
+        assert claims.claim_of_run(beta, ["github.com/o/app"], "TASK-1", "2026-11-30", "a1",
+                                   "/b/app") is None
         # Taken again (the verdict is in the clone's history): once, by one machine.
         assert claims.take_over_finished(beta, claim("beta", "b2"), held, repo="/b/app", ttl=60)
         assert not claims.take_over_finished(alpha, claim("alpha", "a2"), held, repo="/a/app",

@@ -112,6 +112,17 @@ def test_identities_from_claims_then_this_machines_clones_then_the_path() -> Non
     assert identity("laptop", "/tmp/gone") == "/tmp/gone"
 
 
+def test_identities_an_earlier_version_spelled_otherwise_are_one_repository() -> None:
+    # Before 2026-12 GitHub's case was kept and ssh.github.com:443 was a host of its own.
+    claimed = {("mac", "/Users/me/app"): "github.com/Acme/App",
+               ("mac", "/Users/me/app-2"): "ssh.github.com:443/acme/app",
+               ("ci", "/srv/app"): "github.com/acme/app"}
+    identity = Identities(claimed, "laptop", lambda _repo: None)
+    assert identity("mac", "/Users/me/app") == identity("mac", "/Users/me/app-2") \
+        == identity("ci", "/srv/app") == "github.com/acme/app"
+    assert identity(None, "/Users/me/app") == "github.com/acme/app"
+
+
 def test_repo_choice_by_path_or_by_name() -> None:
     clones = ["/Users/me/src/app", "/srv/ci/application"]
     assert choice_matches(RepoChoice(name="app"), "github.com/acme/app", clones)
@@ -119,6 +130,9 @@ def test_repo_choice_by_path_or_by_name() -> None:
     assert not choice_matches(RepoChoice(name="ap"), "github.com/acme/app", clones)
     assert choice_matches(RepoChoice(path="/srv/ci/application"), "github.com/acme/app", clones)
     assert not choice_matches(RepoChoice(path="/srv/ci"), "github.com/acme/app", clones)
+    # A GitHub identity is in lower case now: the name as GitHub shows it still names it.
+    assert choice_matches(RepoChoice(name="WebApp"), "github.com/acme/webapp", [])
+    assert not choice_matches(RepoChoice(name="WebApp"), "git.example.com/acme/webapp", [])
 
 
 def test_group_names_tell_equal_last_parts_apart() -> None:
