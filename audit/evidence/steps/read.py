@@ -201,22 +201,18 @@ def _journals_problem(reached: Sequence[Path], before_part: Mapping[str, Any]) -
     return None
 
 
-def journal_at_begin(repo: str, fetch_url: str | None) -> dict[str, Any] | None:
-    """What the before-snapshot records of a local remote's journal: where it is and the file
-    it was (`journal_identity`). Without it closeout could not tell a journal deleted, emptied
-    or no longer written during the run from a remote that never had one. None when the remote
-    has no journal kept by a hook in effect."""
-    named = local_path(fetch_url, repo)
-    return None if named is None else _seen_at_begin(git_dir_of(named))
-
-
 def journals_at_begin(repo: str, fetch_url: str | None,
                       push_urls: Sequence[str] = ()) -> dict[str, Any]:
-    """The keys the before-snapshot's remote part gets: `journal` (the fetch repository's, as
-    `journal_at_begin`) and `push_journals` (each other repository's a push URL reaches), each
-    only when there is such a journal."""
+    """What the before-snapshot's remote part records of the journals the remote reaches, each
+    where it is and the file it was (`journal_identity`): `journal`, the fetch repository's, and
+    `push_journals`, each other repository's a push URL reaches; each only when a hook in effect
+    keeps it. Without them closeout could not tell a journal deleted, emptied or no longer written
+    during the run from a remote that never had one."""
+    named = local_path(fetch_url, repo)
+    if named is None:
+        return {}
     keys: dict[str, Any] = {}
-    seen = journal_at_begin(repo, fetch_url)
+    seen = _seen_at_begin(git_dir_of(named))
     if seen is not None:
         keys["journal"] = seen
     reached = local_repositories(repo, fetch_url, push_urls)
