@@ -89,12 +89,8 @@ def test_paths_that_look_like_template_placeholders_are_written_as_they_are(
     # The templates were filled one placeholder after another, so a value holding the text of a
     # later one (a folder named `@ON_CALENDAR@`) was filled in again, and a value holding one the
     # templates do not know (`@X@`) failed the install as a broken template.
+    _scheduling_home(tmp_path, monkeypatch, "home @STOP_TIMEOUT@")
     home = tmp_path / "home @STOP_TIMEOUT@"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path / "runtime"))
-    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
     folder = tmp_path / "conf @ON_CALENDAR@ @X@"
     folder.mkdir()
     config = folder / "config.yaml"
@@ -173,8 +169,9 @@ def _program_in(folder: Path) -> Path:
     return link
 
 
-def _scheduling_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
+def _scheduling_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                     home_name: str = "home") -> Path:
+    home = tmp_path / home_name
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
